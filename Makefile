@@ -1,0 +1,37 @@
+# hat_jax: every target sets itself up from nothing (a fresh clone, Python 3.11).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test chat assets lint format bench clean
+
+$(STAMP): setup.py pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=...)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+assets: $(STAMP)
+	$(BIN)/hat assets fetch
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMP) assets lint
+	$(BIN)/pytest
+
+chat: $(STAMP) assets
+	$(BIN)/hat chat
+
+bench: $(STAMP) assets
+	$(BIN)/python benchmarks/decode.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,36 @@
+"""The `hat` command: subcommands chosen by name from a registry."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+
+from hat_jax.cli import assets_cmd, chat, convert
+
+# name -> module with `add_arguments(parser)` and `run(args) -> int`
+COMMANDS: dict[str, ModuleType] = {
+    "assets": assets_cmd,
+    "chat": chat,
+    "convert": convert,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hat", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, mod in COMMANDS.items():
+        p = sub.add_parser(
+            name, help=mod.__doc__.splitlines()[0], description=mod.__doc__
+        )
+        mod.add_arguments(p)
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command].run(args) or 0
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        print(f"hat {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Model configuration, built from a Hugging Face `config.json`.
+
+One frozen dataclass covers the decoder families we implement. Fields keep the HF
+names so a reader can match them against `config.json`; `from_hf` and `to_hf` are the
+only places that know the file's layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
+
+# HF config.json model_type -> our family name (each family is one models/*.py file).
+MODEL_TYPES = {"llama": "llama", "qwen3": "qwen3", "qwen3_moe": "qwen3_moe"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Decoder hyper-parameters (HF names) plus our dtype choices."""
+
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    max_position_embeddings: int = 4096
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: tuple[tuple[str, Any], ...] | None = None  # non-default rope params
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    hidden_act: str = "silu"
+    # Mixture of experts (qwen3_moe).
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = True
+    decoder_sparse_step: int = 1
+    mlp_only_layers: tuple[int, ...] = ()
+    router_aux_loss_coef: float = 0.001
+    # Special tokens (kept for export and generation_config.json).
+    bos_token_id: int | None = None
+    eos_token_id: int | tuple[int, ...] | None = None
+    pad_token_id: int | None = None
+    # Ours: storage and compute dtypes ("float32" | "bfloat16").
+    param_dtype: str = "float32"
+    dtype: str = "float32"
+
+    @property
+    def family(self) -> str:
+        return MODEL_TYPES[self.model_type]
+
+    @property
+    def jnp_param_dtype(self):
+        return DTYPES[self.param_dtype]
+
+    @property
+    def jnp_dtype(self):
+        return DTYPES[self.dtype]
+
+    def is_moe_layer(self, i: int) -> bool:
+        return (
+            self.num_experts > 0
+            and i not in self.mlp_only_layers
+            and (i + 1) % self.decoder_sparse_step == 0
+        )
+
+    def replace(self, **kw) -> ModelConfig:
+        return dataclasses.replace(self, **kw)
+
+    @classmethod
+    def from_hf(cls, hf: dict[str, Any], **overrides) -> ModelConfig:
+        """Builds a config from a parsed HF `config.json` dict."""
+        model_type = hf.get("model_type")
+        if model_type not in MODEL_TYPES:
+            raise ValueError(
+                f"unsupported model_type {model_type!r}; "
+                f"supported: {sorted(MODEL_TYPES)}"
+            )
+        hf = {_ALIASES.get(k, k): v for k, v in hf.items()}
+        heads = hf["num_attention_heads"]
+        rope = dict(hf.get("rope_parameters") or {})
+        theta = rope.pop("rope_theta", hf.get("rope_theta", 10000.0))
+        scaling = dict(hf.get("rope_scaling") or {})
+        scaling.update(rope)
+        scaling.pop("rope_theta", None)
+        if scaling.get("rope_type", scaling.get("type", "default")) == "default":
+            scaling = {}
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in hf.items() if k in fields}
+        kw.update(
+            model_type=model_type,
+            head_dim=hf.get("head_dim") or hf["hidden_size"] // heads,
+            num_key_value_heads=hf.get("num_key_value_heads") or heads,
+            rope_theta=float(theta),
+            rope_scaling=tuple(sorted(scaling.items())) or None,
+            mlp_only_layers=tuple(hf.get("mlp_only_layers") or ()),
+            intermediate_size=hf.get("intermediate_size") or 0,
+        )
+        if isinstance(kw.get("eos_token_id"), list):
+            kw["eos_token_id"] = tuple(kw["eos_token_id"])
+        kw.update(overrides)
+        return cls(**kw)
+
+    def to_hf(self) -> dict[str, Any]:
+        """The `config.json` dict transformers (and vLLM) read."""
+        skip = {"param_dtype", "dtype", "rope_scaling", "rope_theta", "model_type"}
+        out: dict[str, Any] = {
+            "architectures": [ARCHITECTURES[self.model_type]],
+            "model_type": self.model_type,
+        }
+        for f in dataclasses.fields(self):
+            if f.name in skip:
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        if self.num_experts == 0:
+            for k in (
+                "num_experts",
+                "num_experts_per_tok",
+                "moe_intermediate_size",
+                "norm_topk_prob",
+                "decoder_sparse_step",
+                "mlp_only_layers",
+                "router_aux_loss_coef",
+            ):
+                out.pop(k)
+        rope = {"rope_type": "default", "rope_theta": self.rope_theta}
+        rope.update(dict(self.rope_scaling or ()))
+        out["rope_parameters"] = rope
+        out["rope_theta"] = self.rope_theta
+        out["torch_dtype"] = self.param_dtype
+        return out
+
+
+# Names some configs use for our fields (transformers' attribute_map).
+_ALIASES = {"num_local_experts": "num_experts"}
+
+ARCHITECTURES = {
+    "llama": "LlamaForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+}
+
+
+def load_config(path: str | Path, **overrides) -> ModelConfig:
+    """Reads `config.json` (a file or the folder holding it)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        hf = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from e
+    return ModelConfig.from_hf(hf, **overrides)

@@ -1,0 +1,124 @@
+"""Qwen3-MoE: Qwen3 with routed SwiGLU experts in the sparse layers.
+
+Router: softmax over E experts in float32, keep the top k, renormalise them when
+`norm_topk_prob`. Experts are computed densely here (every expert on every token,
+weighted by the routing weights, zero for unselected ones): exact and simple, the
+right trade on CPU and for tiny models. Expert parallel dispatch belongs to
+`hat_jax.parallel`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from jaxtyping import Array, Bool, Float
+
+from hat_jax.models import llama, qwen3
+from hat_jax.models.config import ModelConfig
+from hat_jax.models.layers import ACTIVATIONS, MLP
+
+
+class SparseMoeBlock(nnx.Module):
+    """Top-k routed experts. Returns (y [B, T, D], router_logits [B*T, E])."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        e, d, f = cfg.num_experts, cfg.hidden_size, cfg.moe_intermediate_size
+        init = nnx.initializers.normal(0.02)
+        pd = cfg.jnp_param_dtype
+        self.top_k, self.norm_topk_prob = cfg.num_experts_per_tok, cfg.norm_topk_prob
+        self.dtype = cfg.jnp_dtype
+        self.act = ACTIVATIONS[cfg.hidden_act]
+        self.gate = nnx.Linear(
+            d,
+            e,
+            use_bias=False,
+            dtype=cfg.jnp_dtype,
+            param_dtype=pd,
+            kernel_init=init,
+            rngs=rngs,
+        )
+        self.gate_proj = nnx.Param(init(rngs.params(), (e, d, f), pd))  # [E, D, F]
+        self.up_proj = nnx.Param(init(rngs.params(), (e, d, f), pd))  # [E, D, F]
+        self.down_proj = nnx.Param(init(rngs.params(), (e, f, d), pd))  # [E, F, D]
+
+    def route(self, x: Float[Array, "N D"]):
+        """Router logits [N, E] and dense combine weights [N, E] (0 off the top k)."""
+        logits = self.gate(x)  # [N, E]
+        probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+        top, idx = jax.lax.top_k(probs, self.top_k)  # [N, k]
+        if self.norm_topk_prob:
+            top = top / jnp.sum(top, axis=-1, keepdims=True)
+        rows = jnp.arange(x.shape[0])[:, None]
+        weights = jnp.zeros_like(probs).at[rows, idx].set(top)  # [N, E]
+        return logits, weights.astype(self.dtype)
+
+    def __call__(self, x: Float[Array, "B T D"]):
+        b, t, d = x.shape
+        flat = x.reshape(b * t, d)  # [N, D]
+        logits, weights = self.route(flat)
+        dt = self.dtype
+        g = jnp.einsum("nd,edf->nef", flat, self.gate_proj[...].astype(dt))
+        u = jnp.einsum("nd,edf->nef", flat, self.up_proj[...].astype(dt))
+        h = self.act(g) * u * weights[:, :, None]  # [N, E, F]
+        y = jnp.einsum("nef,efd->nd", h, self.down_proj[...].astype(dt))
+        return y.reshape(b, t, d), logits
+
+
+def moe_mlp(cfg: ModelConfig, layer: int, rngs: nnx.Rngs) -> nnx.Module:
+    if cfg.is_moe_layer(layer):
+        return SparseMoeBlock(cfg, rngs=rngs)
+    return MLP(cfg, ffn=cfg.intermediate_size, rngs=rngs)
+
+
+def build(cfg: ModelConfig, rngs: nnx.Rngs) -> llama.CausalLM:
+    return llama.CausalLM(cfg, rngs=rngs, qk_norm=True, mlp_factory=moe_mlp)
+
+
+def load_balancing_loss(
+    router_logits: tuple[Float[Array, "N E"], ...],
+    *,
+    num_experts: int,
+    top_k: int,
+    mask: Bool[Array, "B T"] | None = None,
+) -> Float[Array, ""]:
+    """Switch-style auxiliary loss, E * sum_e f_e * p_e, pooled over MoE layers.
+
+    f_e is the share of top-k assignments that went to expert e and p_e the mean
+    router probability of e, both over (layers x real tokens). Unscaled: multiply by
+    `router_aux_loss_coef` when adding it to the LM loss.
+    """
+    if not router_logits:
+        return jnp.zeros((), jnp.float32)
+    n = router_logits[0].shape[0]
+    w = (
+        jnp.ones((n,), jnp.float32)
+        if mask is None
+        else mask.reshape(-1).astype(jnp.float32)
+    )
+    counts = jnp.zeros((num_experts,), jnp.float32)
+    prob_sum = jnp.zeros((num_experts,), jnp.float32)
+    for logits in router_logits:
+        probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)  # [N, E]
+        _, idx = jax.lax.top_k(probs, top_k)  # [N, k]
+        onehot = jax.nn.one_hot(idx, num_experts, dtype=jnp.float32).sum(1)  # [N, E]
+        counts = counts + jnp.sum(onehot * w[:, None], axis=0)
+        prob_sum = prob_sum + jnp.sum(probs * w[:, None], axis=0)
+    rows = jnp.sum(w) * len(router_logits)
+    return jnp.sum((counts / rows) * (prob_sum / rows)) * num_experts
+
+
+HF_WEIGHTS = qwen3.HF_WEIGHTS + [
+    ("model.layers.{i}.mlp.gate.weight", "layers.{i}.mlp.gate.kernel", "T"),
+    (
+        "model.layers.{i}.mlp.experts.{e}.gate_proj.weight",
+        "layers.{i}.mlp.gate_proj",
+        "T",
+    ),
+    ("model.layers.{i}.mlp.experts.{e}.up_proj.weight", "layers.{i}.mlp.up_proj", "T"),
+    (
+        "model.layers.{i}.mlp.experts.{e}.down_proj.weight",
+        "layers.{i}.mlp.down_proj",
+        "T",
+    ),
+]

@@ -1,0 +1,444 @@
+"""Tool-call rendering and parsing for Qwen-style assistant replies.
+
+Two formats are registered, both wrapping each call in ``<tool_call>`` tags:
+``"qwen_xml"`` (Qwen3.5/3.6 and Qwen3-Coder) and ``"hermes"`` (Qwen3's JSON).
+
+qwen_xml value rule: non-string values are written as JSON. A string is
+written raw unless raw text would read back differently, that is unless
+``json.loads`` accepts it (``"3"``, ``"true"``, ``'"hi"'``) or it contains a
+tag of the format (``</parameter>``, ``<tool_call>``, ...); such a string is
+written as a JSON string literal. Any JSON text that would contain a tag has
+its ``<`` escaped as ``\\u003c`` (both formats). The parser drops one newline
+on each side of a value, then uses ``json.loads`` when it succeeds and the raw
+text otherwise, so every well-formed call round-trips exactly. Given a tool
+schema, the declared parameter type decides instead (strings stay raw unless
+written as a JSON string literal).
+
+``parse_reply`` never raises for a string: each problem becomes a
+:class:`ParseError` (kinds in :data:`ERROR_KINDS`). Structurally broken calls
+are dropped; calls with only schema problems or stray text are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+ERROR_KINDS = frozenset(
+    {
+        "unclosed_think",  # <think> with no </think>
+        "unclosed_tool_call",  # <tool_call> with no </tool_call> before the next
+        "stray_close",  # </tool_call> outside any call
+        "stray_text",  # non-space text inside a call outside its tags
+        "missing_function",  # qwen_xml call without <function=...>
+        "missing_name",  # empty/invalid function name, or JSON without "name"
+        "unclosed_function",  # <function=...> with no </function>
+        "bad_parameter",  # <parameter=...> header without a valid name
+        "unclosed_parameter",  # <parameter=...> with no </parameter>
+        "duplicate_parameter",  # the same argument twice (the last one wins)
+        "bad_json",  # hermes body is not valid JSON
+        "bad_arguments",  # hermes "arguments" missing or not an object
+        "unknown_tool",  # name not among the given tools
+        "unknown_parameter",  # argument not in the tool's properties
+        "missing_parameter",  # a required argument is absent
+        "schema_type",  # value does not match the declared type
+    }
+)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_FUNC, _FUNC_END = "<function=", "</function>"
+_PARAM, _PARAM_END = "<parameter=", "</parameter>"
+_MARKERS = (_OPEN, _CLOSE, _FUNC, _FUNC_END, _PARAM, _PARAM_END)
+_NOT_JSON = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCall:
+    """One function call: its name and keyword arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseError:
+    """A problem found while parsing; ``span`` is ``(start, end)`` in the input."""
+
+    kind: str
+    message: str
+    span: tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedReply:
+    """An assistant reply split into content, reasoning and tool calls."""
+
+    content: str
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    errors: list[ParseError]
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _loads(text: str, **kwargs: Any) -> Any:
+    try:
+        return json.loads(text, **kwargs)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _has_marker(text: str) -> bool:
+    return "<" in text and any(m in text for m in _MARKERS)
+
+
+def _dumps(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("<", "\\u003c") if _has_marker(text) else text
+
+
+def _valid_name(name: str) -> bool:
+    bad = "<" in name or ">" in name
+    return bool(name) and name == name.strip() and name.isprintable() and not bad
+
+
+def _declared_types(schema: Any) -> list[str]:
+    """Types a JSON-schema property allows, with "string" tried last."""
+    if not isinstance(schema, Mapping):
+        return []
+    declared = schema.get("type")
+    types = [declared] if isinstance(declared, str) else []
+    types += declared if isinstance(declared, list) else []
+    for key in ("anyOf", "oneOf"):
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
+            types += _declared_types(sub)
+    types = [t for t in types if isinstance(t, str) and t in _TYPE_CHECKS]
+    return sorted(dict.fromkeys(types), key=lambda t: t == "string")
+
+
+def _decode(text: str, types: list[str]) -> Any:
+    """Reads one qwen_xml value, coercing to the first declared type that fits."""
+    value = _loads(text)
+    for t in types:
+        if t == "string":
+            return value if isinstance(value, str) else text
+        if t == "boolean" and text.strip().lower() in ("true", "false"):
+            return text.strip().lower() == "true"
+        if t == "integer" and isinstance(value, float) and value.is_integer():
+            return int(value)
+        if value is not _NOT_JSON and _TYPE_CHECKS[t](value):
+            return value
+    return text if value is _NOT_JSON else value
+
+
+def tool_function(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """Returns ``{name, description, parameters}`` from a tool spec in either form."""
+    inner = tool.get("function")
+    return dict(inner) if isinstance(inner, Mapping) else dict(tool)
+
+
+def as_tool_call(obj: ToolCall | Mapping[str, Any]) -> ToolCall:
+    """Converts a ToolCall, ``{"name", "arguments"}`` or OpenAI-style dict."""
+    if isinstance(obj, ToolCall):
+        return obj
+    if isinstance(obj, Mapping):
+        fn = tool_function(obj)
+        args = fn.get("arguments", {})
+        args = json.loads(args) if isinstance(args, str) else args
+        if isinstance(fn.get("name"), str) and isinstance(args, Mapping):
+            return ToolCall(fn["name"], dict(args))
+    raise ValueError(f"not a tool call: {obj!r}")
+
+
+class _Ctx:
+    """Parse state: the input, the collected errors and the tool schemas."""
+
+    def __init__(self, text: str, tools: Iterable[Any] | None):
+        self.text = text
+        self.errors: list[ParseError] = []
+        self.schemas: dict[str, Mapping[str, Any]] | None = None
+        if tools is not None:
+            self.schemas = {}
+            for tool in tools:
+                fn = tool_function(tool) if isinstance(tool, Mapping) else {}
+                params = fn.get("parameters")
+                if isinstance(fn.get("name"), str):
+                    ok = isinstance(params, Mapping)
+                    self.schemas[fn["name"]] = params if ok else {}
+
+    def error(self, kind: str, message: str, start: int, end: int) -> None:
+        self.errors.append(ParseError(kind, message, (start, end)))
+
+    def stray(self, start: int, end: int) -> None:
+        if self.text[start:end].strip():
+            self.error("stray_text", "unexpected text inside a tool call", start, end)
+
+    def properties(self, name: str) -> Mapping[str, Any] | None:
+        params = (self.schemas or {}).get(name, {})
+        props = params.get("properties")
+        return props if isinstance(props, Mapping) else None
+
+    def types(self, name: str, key: str) -> list[str]:
+        return _declared_types((self.properties(name) or {}).get(key))
+
+
+class ToolCallFormat:
+    """How one call is written inside ``<tool_call>`` tags, and read back."""
+
+    content_separator = "\n"  # between the reply text and its first call
+    instructions = ""  # the system-prompt paragraph that teaches the format
+
+    def render(self, call: ToolCall) -> str:
+        raise NotImplementedError
+
+    def parse(self, ctx: _Ctx, start: int, end: int, span: tuple[int, int]):
+        """Parses the block body ``ctx.text[start:end]``; None if unusable."""
+        raise NotImplementedError
+
+
+_FORMATS: dict[str, ToolCallFormat] = {}
+
+
+def register_format(name: str) -> Callable[[type], type]:
+    """Class decorator that registers a ToolCallFormat under ``name``."""
+
+    def register(cls: type) -> type:
+        _FORMATS[name] = cls()
+        return cls
+
+    return register
+
+
+def get_format(name: str) -> ToolCallFormat:
+    """Returns the registered format called ``name``."""
+    if name not in _FORMATS:
+        raise ValueError(f"unknown tool-call format {name!r}; have {sorted(_FORMATS)}")
+    return _FORMATS[name]
+
+
+@register_format("qwen_xml")
+class QwenXmlFormat(ToolCallFormat):
+    """``<function=NAME>`` with one ``<parameter=ARG>`` block per argument."""
+
+    content_separator = "\n\n"
+    instructions = (
+        "To call a function, reply with a block in exactly this form:\n"
+        "<tool_call>\n<function=FUNCTION_NAME>\n<parameter=PARAMETER_NAME>\n"
+        "VALUE\n</parameter>\n</function>\n</tool_call>\n\n"
+        "Guidelines:\n"
+        "- Give every argument its own <parameter=...> block and always include "
+        "the required ones.\n"
+        "- Write text values as they are; write numbers, booleans, null, arrays "
+        "and objects as JSON.\n"
+        "- For several calls, write several <tool_call> blocks one after another.\n"
+        "- Any explanation goes before the first call; nothing follows the last "
+        "</tool_call>."
+    )
+
+    def render(self, call: ToolCall) -> str:
+        if not _valid_name(call.name):
+            raise ValueError(f"function name {call.name!r} cannot be written as XML")
+        lines = [_OPEN, f"{_FUNC}{call.name}>"]
+        for key, value in call.arguments.items():
+            if not isinstance(key, str) or not _valid_name(key):
+                raise ValueError(f"parameter name {key!r} cannot be written as XML")
+            if not isinstance(value, str):
+                text = _dumps(value)
+            elif _loads(value) is not _NOT_JSON or _has_marker(value):
+                text = _dumps(value)
+            else:
+                text = value
+            lines += [f"{_PARAM}{key}>", text, _PARAM_END]
+        return "\n".join([*lines, _FUNC_END, _CLOSE])
+
+    def parse(self, ctx: _Ctx, start: int, end: int, span: tuple[int, int]):
+        text = ctx.text
+        fn = text.find(_FUNC, start, end)
+        if fn == -1:
+            return ctx.error("missing_function", "no <function=...> in call", *span)
+        ctx.stray(start, fn)
+        name_end = text.find(">", fn + len(_FUNC), end)
+        name = text[fn + len(_FUNC) : name_end].strip() if name_end != -1 else ""
+        if not _valid_name(name):
+            return ctx.error("missing_name", "missing or invalid function name", *span)
+        fn_end = text.find(_FUNC_END, name_end, end)
+        if fn_end == -1:
+            return ctx.error("unclosed_function", "<function=...> is not closed", *span)
+        ctx.stray(fn_end + len(_FUNC_END), end)
+        args: dict[str, Any] = {}
+        pos = name_end + 1
+        while (p := text.find(_PARAM, pos, fn_end)) != -1:
+            ctx.stray(pos, p)
+            key_end = text.find(">", p + len(_PARAM), fn_end)
+            key = text[p + len(_PARAM) : key_end].strip() if key_end != -1 else ""
+            if not _valid_name(key):
+                stop = fn_end if key_end == -1 else key_end + 1
+                return ctx.error("bad_parameter", "invalid parameter header", p, stop)
+            v_end = text.find(_PARAM_END, key_end, fn_end)
+            value = text[key_end + 1 : v_end]
+            if v_end == -1 or _PARAM in value or _FUNC in value:
+                stop = fn_end if v_end == -1 else v_end + len(_PARAM_END)
+                return ctx.error(
+                    "unclosed_parameter", f"{key!r} is not closed", p, stop
+                )
+            pos = v_end + len(_PARAM_END)
+            if key in args:
+                ctx.error("duplicate_parameter", f"{key!r} given twice", p, pos)
+            value = value[1:] if value.startswith("\n") else value
+            value = value[:-1] if value.endswith("\n") else value
+            args[key] = _decode(value, ctx.types(name, key))
+        ctx.stray(pos, fn_end)
+        return ToolCall(name, args)
+
+
+@register_format("hermes")
+class HermesFormat(ToolCallFormat):
+    """``{"name": NAME, "arguments": {...}}`` as one JSON object (Qwen3)."""
+
+    instructions = (
+        "To call a function, reply with a JSON object holding the function name "
+        "and its arguments inside <tool_call></tool_call> tags:\n"
+        '<tool_call>\n{"name": <function-name>, "arguments": '
+        "<arguments-json-object>}\n</tool_call>\n\n"
+        "For several calls, write several <tool_call> blocks one after another."
+    )
+
+    def render(self, call: ToolCall) -> str:
+        if not isinstance(call.name, str) or not call.name.strip():
+            raise ValueError(f"invalid function name {call.name!r}")
+        body = _dumps({"name": call.name, "arguments": call.arguments})
+        return f"{_OPEN}\n{body}\n{_CLOSE}"
+
+    def parse(self, ctx: _Ctx, start: int, end: int, span: tuple[int, int]):
+        dupes: list[str] = []
+
+        def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            obj = dict(pairs)
+            if len(obj) < len(pairs):
+                dupes.append("key")
+            return obj
+
+        obj = _loads(ctx.text[start:end], object_pairs_hook=pairs_hook)
+        if obj is _NOT_JSON:
+            return ctx.error("bad_json", "tool call is not valid JSON", *span)
+        name = obj.get("name") if isinstance(obj, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            return ctx.error("missing_name", 'no string "name" in tool call', *span)
+        args = obj.get("arguments")
+        args = _loads(args) if isinstance(args, str) else args
+        if not isinstance(args, dict):
+            return ctx.error("bad_arguments", '"arguments" is not an object', *span)
+        if dupes:
+            ctx.error("duplicate_parameter", "a JSON key is repeated", *span)
+        return ToolCall(name, args)
+
+
+def render_tool_calls(
+    calls: Iterable[ToolCall | Mapping[str, Any]], fmt: str = "qwen_xml"
+) -> str:
+    """Renders calls as ``<tool_call>`` blocks separated by newlines."""
+    form = get_format(fmt)
+    return "\n".join(form.render(as_tool_call(c)) for c in calls)
+
+
+def _check_schema(ctx: _Ctx, call: ToolCall, span: tuple[int, int]) -> None:
+    if ctx.schemas is None:
+        return
+    if call.name not in ctx.schemas:
+        return ctx.error("unknown_tool", f"no tool named {call.name!r}", *span)
+    props = ctx.properties(call.name)
+    for key, value in call.arguments.items():
+        if props is not None and key not in props:
+            ctx.error("unknown_parameter", f"{call.name} has no {key!r}", *span)
+        types = ctx.types(call.name, key)
+        if types and not any(_TYPE_CHECKS[t](value) for t in types):
+            ctx.error("schema_type", f"{key!r} is not of type {types}", *span)
+    required = ctx.schemas[call.name].get("required")
+    for key in required if isinstance(required, list) else ():
+        if isinstance(key, str) and key not in call.arguments:
+            ctx.error("missing_parameter", f"{call.name} needs {key!r}", *span)
+
+
+def _split_think(ctx: _Ctx) -> tuple[str | None, int]:
+    """Returns the reasoning (None if absent) and where the rest begins."""
+    text = ctx.text
+    lead = len(text) - len(text.lstrip())
+    if text.startswith(_THINK_OPEN, lead):
+        body = lead + len(_THINK_OPEN)
+        close = text.find(_THINK_CLOSE, body)
+        if close == -1:
+            ctx.error("unclosed_think", "<think> is not closed", lead, len(text))
+            return text[body:].strip(), len(text)
+        return text[body:close].strip(), close + len(_THINK_CLOSE)
+    # Qwen3.5 prompts end in "<think>\n", so a reply may start inside reasoning.
+    close = text.find(_THINK_CLOSE)
+    if close == -1 or text.find(_OPEN, 0, close) != -1:
+        return None, 0
+    return text[:close].strip(), close + len(_THINK_CLOSE)
+
+
+def parse_reply(
+    text: str, fmt: str = "qwen_xml", tools: Iterable[Any] | None = None
+) -> ParsedReply:
+    """Splits an assistant reply into content, reasoning and tool calls.
+
+    Args:
+      text: the decoded assistant body (without ``<|im_end|>``).
+      fmt: a registered tool-call format name.
+      tools: optional tool specs; when given, names and argument types are
+        checked and qwen_xml values are coerced to the declared types.
+
+    Returns:
+      A ParsedReply; never raises for a string input.
+    """
+    form, ctx = get_format(fmt), _Ctx(text, tools)
+    reasoning, pos = _split_think(ctx)
+    pieces: list[str] = []
+    calls: list[ToolCall] = []
+    next_open, next_close = text.find(_OPEN, pos), text.find(_CLOSE, pos)
+    start = None  # the open tag of the block being read
+    while True:
+        # Cached next-tag positions only move forward: linear time overall.
+        if next_open != -1 and next_open < pos:
+            next_open = text.find(_OPEN, pos)
+        if next_close != -1 and next_close < pos:
+            next_close = text.find(_CLOSE, pos)
+        close_first = next_close != -1 and (next_open == -1 or next_close < next_open)
+        if start is None and close_first:
+            end = next_close + len(_CLOSE)
+            ctx.error(
+                "stray_close", "</tool_call> without <tool_call>", next_close, end
+            )
+            pieces.append(text[pos:end])
+            pos = end
+        elif start is None:
+            pieces.append(text[pos:] if next_open == -1 else text[pos:next_open])
+            if next_open == -1:
+                break
+            start, pos = next_open, next_open + len(_OPEN)
+        elif not close_first:
+            stop = len(text) if next_open == -1 else next_open
+            ctx.error("unclosed_tool_call", "<tool_call> is not closed", start, stop)
+            if next_open == -1:
+                break
+            start, pos = next_open, next_open + len(_OPEN)
+        else:
+            span = (start, next_close + len(_CLOSE))
+            call = form.parse(ctx, pos, next_close, span)
+            if call is not None:
+                _check_schema(ctx, call, span)
+                calls.append(call)
+            start, pos = None, span[1]
+    return ParsedReply("".join(pieces).strip(), reasoning, calls, ctx.errors)

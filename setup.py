@@ -1,0 +1,41 @@
+"""hat_jax: Harness-Aware Training in JAX/Flax NNX."""
+
+from setuptools import find_packages, setup
+
+# Pinned for Python 3.11: jax 0.10.2 / flax 0.12.8 are the newest that support it.
+INSTALL_REQUIRES = [
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "flax==0.12.8",
+    "optax==0.2.8",
+    "orbax-checkpoint==0.12.8",
+    "chex==0.1.92",
+    "ml-collections==1.1.0",
+    "transformers==5.24.0",
+    "safetensors==0.8.0",
+    "tokenizers==0.23.3",
+    "tiktoken==0.14.0",
+    "gguf==0.19.0",
+    "grain==0.2.18",
+    "tqdm==4.70.1",
+    "pyyaml==6.0.4",
+    "jaxtyping==0.3.11",
+    "numpy>=2.0,<3",
+]
+
+TORCH = ["torch==2.13.0", "accelerate==1.15.0"]
+
+setup(
+    name="hat_jax",
+    version="0.1.0",
+    description="Harness-Aware Training (HAT) for tool-using agents in JAX/Flax NNX",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["hat_jax", "hat_jax.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require={
+        # torch is used only as the numerical reference in tests.
+        "test": TORCH + ["pytest==9.2.0", "hypothesis==6.170.17", "ruff==0.17.6"],
+        "torch": TORCH,
+    },
+    entry_points={"console_scripts": ["hat=hat_jax.cli.main:main"]},
+)
