@@ -30,12 +30,18 @@ setup(
     version="0.1.0",
     description="Harness-Aware Training (HAT) for tool-using agents in JAX/Flax NNX",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["hat_jax", "hat_jax.*"]),
+    packages=find_packages(include=["hat_jax", "hat_jax.*", "augment", "augment.*"]),
+    # Harness folders shipped with the package (Markdown, YAML, JSON: data only).
+    package_data={"hat_jax.harness": ["builtin/*/*.yaml", "builtin/*/*/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         # torch is used only as the numerical reference in tests.
         "test": TORCH + ["pytest==9.2.0", "hypothesis==6.170.17", "ruff==0.17.6"],
         "torch": TORCH,
     },
-    entry_points={"console_scripts": ["hat=hat_jax.cli.main:main"]},
+    entry_points={
+        "console_scripts": ["hat=hat_jax.cli.main:main"],
+        # Subcommands from packages above hat_jax (imports flow one way).
+        "hat.commands": ["augment=augment.cli"],
+    },
 )

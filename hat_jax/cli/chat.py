@@ -87,6 +87,8 @@ def run(args) -> int:
             if not q:
                 return 0
             q = q.strip()
+            if not interactive and q:
+                print(f"> {q}")
             if q in ("/quit", "/exit"):
                 return 0
             if q == "/reset":

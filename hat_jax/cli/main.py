@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from importlib.metadata import entry_points
 from types import ModuleType
 
 from hat_jax.cli import assets_cmd, chat, convert
@@ -16,17 +18,29 @@ COMMANDS: dict[str, ModuleType] = {
 }
 
 
+def _plugins() -> dict[str, ModuleType]:
+    """Commands that packages above hat_jax declare (entry-point group hat.commands)."""
+    found = {}
+    for ep in entry_points(group="hat.commands"):
+        try:
+            found[ep.name] = importlib.import_module(ep.value)
+        except ImportError:  # a package that is not installed here
+            continue
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hat", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, mod in COMMANDS.items():
+    commands = {**COMMANDS, **_plugins()}
+    for name, mod in commands.items():
         p = sub.add_parser(
             name, help=mod.__doc__.splitlines()[0], description=mod.__doc__
         )
         mod.add_arguments(p)
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command].run(args) or 0
+        return commands[args.command].run(args) or 0
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         print(f"hat {args.command}: error: {e}", file=sys.stderr)
         return 1

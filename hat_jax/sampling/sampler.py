@@ -4,7 +4,7 @@ Prompts of different lengths are right-padded into one batch; cache slot s holds
 position s, so each row writes its next token at its own position. Prefill is one
 jitted call; decoding runs `chunk` steps per jitted `while_loop` (the cache buffers
 are donated, so XLA updates them in place), and the host checks stop strings between
-chunks. Shapes are bucketed to keep recompiles rare.
+chunks. Shapes are bucketed to powers of two to keep recompiles rare.
 
 Returned log-probs are those of the sampled tokens under the model's own
 distribution (log_softmax of the raw logits, temperature 1, no truncation): what a
@@ -62,8 +62,9 @@ class Completion:
     finish_reason: str  # "stop" | "length"
 
 
-def _bucket(n: int, multiple: int) -> int:
-    return max(multiple, -(-n // multiple) * multiple)
+def _bucket(n: int, minimum: int) -> int:
+    """The next power of two >= n (at least `minimum`): few shapes, few compiles."""
+    return max(minimum, 1 << (max(n, 1) - 1).bit_length())
 
 
 def sample_token(

@@ -65,3 +65,18 @@ def test_moe_aux_loss_matches_transformers(tmp_path):
         mask=jnp.asarray(mask, bool),
     )
     assert abs(float(ours) - ref) < 1e-5
+
+
+def test_bfloat16_params_and_compute(tmp_path):
+    """bf16 storage and compute stay close to the float32 reference."""
+    hf = make_hf("qwen3", heads=4, kv_heads=2, head_dim=16)
+    hf.save_pretrained(tmp_path)
+    model, cfg = load_hf(tmp_path, param_dtype="bfloat16", dtype="bfloat16")
+    assert model.layers[0].self_attn.q_proj.kernel[...].dtype == jnp.bfloat16
+    tokens = np.random.default_rng(2).integers(0, cfg.vocab_size, size=(2, 8))
+    ours = np.asarray(model(jnp.asarray(tokens)))
+    ref = hf_logits(hf, tokens)
+    assert ours.dtype == np.float32
+    scale = np.abs(ref).max()
+    assert np.abs(ours - ref).max() / scale < 0.05
+    assert (ours.argmax(-1) == ref.argmax(-1)).mean() > 0.8
