@@ -8,13 +8,14 @@ import sys
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from hat_jax.cli import assets_cmd, chat, convert
+from hat_jax.cli import assets_cmd, chat, convert, harness_cmd
 
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
     "assets": assets_cmd,
     "chat": chat,
     "convert": convert,
+    "harness": harness_cmd,
 }
 
 
@@ -35,13 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     commands = {**COMMANDS, **_plugins()}
     for name, mod in commands.items():
         p = sub.add_parser(
-            name, help=mod.__doc__.splitlines()[0], description=mod.__doc__
+            name,
+            help=mod.__doc__.splitlines()[0],
+            description=mod.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
     args = parser.parse_args(argv)
     try:
         return commands[args.command].run(args) or 0
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
+    except (OSError, ValueError, RuntimeError) as e:
         print(f"hat {args.command}: error: {e}", file=sys.stderr)
         return 1
 

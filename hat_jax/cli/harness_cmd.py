@@ -1,0 +1,81 @@
+"""Validate a harness folder or print its system prompt.
+
+DIR is a harness folder or a builtin name (taolive_v1, taolive_v2).
+
+Examples:
+  hat harness validate taolive_v1
+  hat harness validate my_harness/      # exit 1, one path:line: error per line
+  hat harness render taolive_v2 --room-context '{"on_screen": "link 3"}'
+  hat harness render taolive_v1 --format xml
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from hat_jax.harness.builtin import BUILTIN, builtin_path
+from hat_jax.harness.loader import HarnessError, load_harness
+from hat_jax.harness.prompt import render_system_prompt
+from hat_jax.harness.spec import PROMPT_FORMATS, Harness
+
+
+def add_arguments(p) -> None:
+    sub = p.add_subparsers(dest="action", required=True)
+    v = sub.add_parser("validate", help="check a harness; print every error")
+    v.add_argument("dir", help=f"a harness folder or one of {', '.join(BUILTIN)}")
+    r = sub.add_parser("render", help="print the system prompt")
+    r.add_argument("dir", help=f"a harness folder or one of {', '.join(BUILTIN)}")
+    r.add_argument(
+        "--room-context",
+        default=None,
+        help="room state as JSON: an object (key: value lines) or a string",
+    )
+    r.add_argument(
+        "--format", choices=PROMPT_FORMATS, default=None, help="override the layout"
+    )
+
+
+def _folder(name: str) -> Path:
+    path = Path(name)
+    return builtin_path(name) if name in BUILTIN and not path.exists() else path
+
+
+def _summary(h: Harness) -> str:
+    kinds = [s.kind for s in h.skills]
+    skills = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+    return (
+        f"OK {h.id}: {len(h.skills)} skills ({skills}), {len(h.tools)} tools, "
+        f"hooks [{', '.join(x.name for x in h.hooks)}], prompt {h.layout.format}, "
+        f"turn_limit {h.turn_limit}, retry_limit {h.retry_limit}, "
+        f"tool calls {h.tool_call_format}"
+    )
+
+
+def run(args) -> int:
+    try:
+        harness = load_harness(_folder(args.dir))
+    except HarnessError as e:
+        for line in e.errors:
+            print(line, file=sys.stderr)
+        print(f"{len(e.errors)} error(s) in {args.dir}", file=sys.stderr)
+        return 1
+    if args.action == "validate":
+        print(_summary(harness))
+        return 0
+    room = None
+    if args.room_context is not None:
+        try:
+            room = json.loads(args.room_context)
+        except ValueError as e:
+            print(f"--room-context: expected JSON ({e})", file=sys.stderr)
+            return 1
+        if not isinstance(room, dict | str):
+            print("--room-context: expected a JSON object or string", file=sys.stderr)
+            return 1
+    if args.format:
+        harness = harness.replace(layout=replace(harness.layout, format=args.format))
+    print(render_system_prompt(harness, room))
+    return 0

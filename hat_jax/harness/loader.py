@@ -1,0 +1,527 @@
+"""Harness folders: load one (validating everything) and write one.
+
+A harness folder holds::
+
+  manifest.yaml   name, version, persona, rules, constraints,
+                  prompt: {order: [sections], format: markdown|xml|plain,
+                           titles: {section: title}},
+                  turn_limit, retry_limit, tool_call_format, hooks: [{name, params}]
+  skills/*.md     YAML front matter between "---" lines (name, kind: reply|strategy,
+                  a one-line description), then the body: the full instructions
+  tools/*.json    one function spec each: name, description, parameters (a
+                  JSON-Schema object; keywords: json_schema.SCHEMA_KEYS)
+
+Optional: rules, constraints, hooks (empty), tool_call_format ("qwen_xml"),
+prompt.titles. turn_limit >= 1; retry_limit >= 0 (0: no retries); prompt.order
+must include skill_index and tool_list; at least one skill has kind reply.
+
+Skills and tools are read in file-name order (a plain string sort), which is their
+order in the harness; ``dump_harness`` prefixes file names with the index so a
+written folder loads back equal.
+
+References inside skill bodies (checked here, rewritten by augmentation):
+  - a tool is written in single backticks, bare or as a call: `check_stock` or
+    `check_stock(link_id=3)`. Backticks in skill bodies are reserved for tool
+    names: write parameter names and other literals without them.
+  - another skill is written as the call that loads it: load_skill("after_sales").
+
+Every problem becomes one ``path:line: what was expected`` message; all are
+collected and raised together as :class:`HarnessError`, the only exception
+``load_harness`` raises for any folder content. Nothing in a folder is executed:
+YAML is safe-loaded, JSON is data, hooks are names from the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hat_jax.harness import hooks as hooks_mod
+from hat_jax.harness.builtin import BUILTIN, builtin_path
+from hat_jax.harness.json_schema import NAME_RE, check_schema, describe
+from hat_jax.harness.sourcemap import Doc, Key, parse_json, parse_yaml, read_text
+from hat_jax.harness.spec import (
+    LOAD_SKILL,
+    PROMPT_FORMATS,
+    SECTION_NAMES,
+    SKILL_KINDS,
+    Harness,
+    HookSpec,
+    PromptLayout,
+    Skill,
+    Tool,
+)
+from hat_jax.text.toolcall import get_format
+
+MANIFEST = "manifest.yaml"
+_TOOL_REF = re.compile(r"(?<!`)`([A-Za-z_][A-Za-z0-9_.\-]*)(?:\([^`\n]*\))?`(?!`)")
+_SKILL_REF = re.compile(r"""load_skill\(\s*(?:name\s*=\s*)?(["'])([^"'\n]+)\1\s*\)""")
+_MANIFEST_KEYS = {  # key -> required
+    "name": True,
+    "version": True,
+    "persona": True,
+    "rules": False,
+    "constraints": False,
+    "prompt": True,
+    "turn_limit": True,
+    "retry_limit": True,
+    "tool_call_format": False,
+    "hooks": False,
+}
+_NEEDED_SECTIONS = ("skill_index", "tool_list")  # the agent cannot work without them
+_SKILL_KEYS = ("name", "kind", "description")
+_TOOL_KEYS = ("name", "description", "parameters")
+_OBJECT_SCHEMA = '{"type": "object", "properties": {...}}'
+
+
+class HarnessError(ValueError):
+    """A harness folder is invalid; ``errors`` holds every ``path:line: ...``."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = [" ".join(e.splitlines()) for e in errors]  # one line each
+        super().__init__("\n".join(self.errors))
+
+
+def tool_references(text: str) -> list[tuple[str, int, int]]:
+    """Tool names written in backticks in a skill body, as ``(name, start, end)``."""
+    return [(m.group(1), m.start(1), m.end(1)) for m in _TOOL_REF.finditer(text)]
+
+
+def skill_references(text: str) -> list[tuple[str, int, int]]:
+    """Skills named in ``load_skill("...")`` calls, as ``(name, start, end)``."""
+    return [(m.group(2), m.start(2), m.end(2)) for m in _SKILL_REF.finditer(text)]
+
+
+# --- Field checks ---------------------------------------------------------------
+
+
+def _unknown(what: str, value: Any, choices: Any) -> str:
+    return f"unknown {what} {describe(value)}; expected one of {list(choices)}"
+
+
+def _keys(doc: Doc, data: dict, path: Key, keys: Mapping[str, bool], what: str):
+    for k in data:
+        if k not in keys:
+            doc.err((*path, k), _unknown(f"key in {what}:", k, keys))
+    for k, required in keys.items():
+        if required and k not in data:
+            doc.err(path, f"missing key {k!r} in {what}")
+
+
+def _text(doc: Doc, data: dict, key: str, path: Key = (), one_line=True, hint=""):
+    """``data[key]`` if it is a non-empty string (one line if asked), else None."""
+    if key not in data:
+        return None
+    value, where = data[key], (*path, key)
+    if not isinstance(value, str) or not value.strip():
+        hint = hint if not isinstance(value, str) else ""
+        doc.err(
+            where, f"{key}: expected a non-empty string, got {describe(value)}{hint}"
+        )
+    elif one_line and "\n" in value:
+        doc.err(where, f"{key}: expected one line of text, got a line break")
+    else:
+        return value
+    return None
+
+
+def _name(doc: Doc, data: dict, key: str, what: str) -> str | None:
+    value = _text(doc, data, key)
+    if value is not None and not NAME_RE.fullmatch(value):
+        doc.err((key,), f"{what} {describe(value)}: expected letters, digits, _ . -")
+        return None
+    return value
+
+
+def _text_list(doc: Doc, data: dict, key: str) -> None:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        doc.err((key,), f"{key}: expected a list of strings, got {describe(value)}")
+        return
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip() or "\n" in item:
+            doc.err((key, i), f"{key}[{i}]: expected one line, got {describe(item)}")
+
+
+def _count(doc: Doc, data: dict, key: str, least: int) -> None:
+    value = data.get(key)
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
+    if key in data and not ok:
+        want = "a positive integer" if least == 1 else f"an integer >= {least}"
+        doc.err((key,), f"{key}: expected {want}, got {describe(value)}")
+
+
+def _check_manifest(doc: Doc, data: Any) -> None:
+    if not isinstance(data, dict):
+        doc.err((), f"expected a mapping with keys {list(_MANIFEST_KEYS)}")
+        return
+    _keys(doc, data, (), _MANIFEST_KEYS, "the manifest")
+    _text(doc, data, "name")
+    _text(doc, data, "version", hint=' (quote it: version: "1.0")')
+    _text(doc, data, "persona", one_line=False)
+    _text_list(doc, data, "rules")
+    _text_list(doc, data, "constraints")
+    _count(doc, data, "turn_limit", 1)
+    _count(doc, data, "retry_limit", 0)
+    fmt = data.get("tool_call_format", "qwen_xml")
+    try:
+        if not isinstance(fmt, str):
+            raise ValueError(f"expected a format name, got {describe(fmt)}")
+        get_format(fmt)
+    except ValueError as e:
+        doc.err(("tool_call_format",), f"tool_call_format: {e}")
+    if "prompt" in data:
+        _check_prompt(doc, data["prompt"])
+    _check_hooks(doc, data.get("hooks", []))
+
+
+def _check_prompt(doc: Doc, prompt: Any) -> None:
+    p = ("prompt",)
+    if not isinstance(prompt, dict):
+        doc.err(
+            p,
+            f"prompt: expected a mapping (order, format, titles): {describe(prompt)}",
+        )
+        return
+    _keys(doc, prompt, p, {"order": True, "format": True, "titles": False}, "prompt")
+    order = prompt.get("order", list(SECTION_NAMES))
+    if not isinstance(order, list) or not order:
+        doc.err((*p, "order"), f"prompt.order: expected a list from {SECTION_NAMES}")
+        order = list(_NEEDED_SECTIONS)
+    for i, s in enumerate(order):
+        if s not in SECTION_NAMES:
+            doc.err((*p, "order", i), _unknown("section", s, SECTION_NAMES))
+        elif s in order[:i]:
+            doc.err((*p, "order", i), f"section {s!r} is listed twice")
+    for s in _NEEDED_SECTIONS:
+        if s not in order:
+            doc.err((*p, "order"), f"prompt.order: expected {s!r} (the agent needs it)")
+    if "format" in prompt and prompt["format"] not in PROMPT_FORMATS:
+        doc.err(
+            (*p, "format"), _unknown("prompt format", prompt["format"], PROMPT_FORMATS)
+        )
+    titles = prompt.get("titles", {})
+    if not isinstance(titles, dict):
+        doc.err(
+            (*p, "titles"), f"prompt.titles: expected a mapping, got {describe(titles)}"
+        )
+        return
+    for s in titles:
+        if s not in SECTION_NAMES:
+            doc.err((*p, "titles", s), _unknown("section", s, SECTION_NAMES))
+        else:
+            _text(doc, titles, s, (*p, "titles"))
+
+
+def _check_hooks(doc: Doc, hooks: Any) -> None:
+    if not isinstance(hooks, list):
+        doc.err(
+            ("hooks",),
+            f"hooks: expected a list of {{name, params}}, got {describe(hooks)}",
+        )
+        return
+    names = []
+    for i, h in enumerate(hooks):
+        at = ("hooks", i)
+        if not isinstance(h, dict):
+            doc.err(
+                at, f"hooks[{i}]: expected a mapping (name, params), got {describe(h)}"
+            )
+            continue
+        _keys(doc, h, at, {"name": True, "params": False}, f"hooks[{i}]")
+        name = h.get("name")
+        if "name" not in h:
+            continue
+        if name not in hooks_mod.hook_names():
+            doc.err((*at, "name"), _unknown("hook", name, hooks_mod.hook_names()))
+            continue
+        if name in names:
+            doc.err((*at, "name"), f"hook {name!r} is listed twice")
+        names.append(name)
+        for key, msg in hooks_mod.hook_param_errors(name, h.get("params", {})):
+            doc.err((*at, "params", key) if key else (*at, "params"), msg)
+
+
+# --- Files ----------------------------------------------------------------------
+
+
+def _load_manifest(file: Path, errors: list[str]) -> tuple[dict | None, Doc | None]:
+    if not file.is_file():
+        errors.append(f"{file}:1: missing file: expected the harness manifest")
+        return None, None
+    text = read_text(file, errors)
+    ok, data, doc = parse_yaml(text, file, errors) if text is not None else (0, 0, 0)
+    if not ok:
+        return None, None
+    n = len(errors)
+    _check_manifest(doc, data)
+    return (data if len(errors) == n else None), doc
+
+
+def _load_skill(file: Path, errors: list[str], names: set) -> tuple | None:
+    """The skill, the line of its name and the line its body starts on; adds its
+    name to ``names`` even when other fields are wrong (no cascading errors)."""
+    text = read_text(file, errors)
+    if text is None:
+        return None
+    lines = text.split("\n")
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if lines[0].rstrip() != "---" or end is None:
+        errors.append(
+            f"{file}:1: expected front matter: a line '---', then name, kind and "
+            "description, then a line '---'"
+        )
+        return None
+    ok, data, doc = parse_yaml("\n".join(lines[1:end]), file, errors, offset=1)
+    if not ok:
+        return None
+    n = len(errors)
+    if not isinstance(data, dict):
+        doc.err((), "front matter: expected a mapping with name, kind and description")
+        return None
+    _keys(doc, data, (), dict.fromkeys(_SKILL_KEYS, True), "the front matter")
+    name = _name(doc, data, "name", "skill name")
+    names.add(name)
+    if "kind" in data and data["kind"] not in SKILL_KINDS:
+        doc.err(("kind",), _unknown("skill kind", data["kind"], SKILL_KINDS))
+    description = _text(doc, data, "description")
+    # Exactly one blank line after the front matter and one final newline are
+    # layout, not body: what dump_harness writes around the body.
+    body, start = "\n".join(lines[end + 1 :]), end + 2
+    if body.startswith("\n"):
+        body, start = body[1:], start + 1
+    body = body.removesuffix("\n")
+    if not body.strip():
+        errors.append(f"{file}:{end + 1}: expected the skill's instructions after this")
+    if len(errors) > n:
+        return None
+    return Skill(name, data["kind"], description, body), doc.line(("name",)), start
+
+
+def _load_tool(file: Path, errors: list[str], names: set) -> tuple | None:
+    """The tool and the line of its name; adds its name to ``names``."""
+    text = read_text(file, errors)
+    ok, data, doc = parse_json(text, file, errors) if text is not None else (0, 0, 0)
+    if not ok:
+        return None
+    n = len(errors)
+    if not isinstance(data, dict):
+        doc.err((), "expected a JSON object with name, description and parameters")
+        return None
+    _keys(doc, data, (), dict.fromkeys(_TOOL_KEYS, True), "the tool spec")
+    name = _name(doc, data, "name", "tool name")
+    names.add(name)
+    if name == LOAD_SKILL:
+        doc.err(("name",), f"tool name {LOAD_SKILL!r} clashes with the built-in tool")
+    description = _text(doc, data, "description", one_line=False)
+    params = data.get("parameters")
+    if "parameters" in data and not (
+        isinstance(params, dict)
+        and params.get("type") == "object"
+        and isinstance(params.get("properties"), dict)
+    ):
+        doc.err(("parameters",), f"parameters: expected {_OBJECT_SCHEMA}")
+    elif "parameters" in data:
+        for path, msg in check_schema(params, ("parameters",)):
+            doc.err(path, msg)
+    if len(errors) > n:
+        return None
+    return Tool(name, description, params), doc.line(("name",))
+
+
+def _files(folder: Path, suffix: str, errors: list[str]) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    out = []
+    for p in sorted(folder.iterdir(), key=lambda p: p.name):
+        if p.is_file() and p.name.endswith(suffix):
+            out.append(p)
+        elif not p.name.startswith("."):
+            errors.append(
+                f"{p}:1: unexpected: {folder.name}/ holds only *{suffix} files"
+            )
+    return out
+
+
+def _resolve(folder: str | Path) -> Path:
+    path = Path(folder)
+    if isinstance(folder, str) and folder in BUILTIN and not path.exists():
+        return builtin_path(folder)
+    return path
+
+
+def load_harness(folder: str | Path) -> Harness:
+    """Loads and validates a harness folder (or a builtin harness by name).
+
+    Raises:
+      HarnessError: listing every problem as ``path:line: what was expected``.
+    """
+    folder = _resolve(folder)
+    if not folder.is_dir():
+        raise HarnessError([f"{folder}:1: expected a harness folder ({MANIFEST}, ...)"])
+    errors: list[str] = []
+    manifest, doc = _load_manifest(folder / MANIFEST, errors)
+    skill_files = _files(folder / "skills", ".md", errors)
+    names: dict[str, set] = {"skill": set(), "tool": {LOAD_SKILL}}
+    skills = [
+        (f, *s) for f in skill_files if (s := _load_skill(f, errors, names["skill"]))
+    ]
+    if not skill_files:
+        errors.append(f"{folder / 'skills'}:1: expected skill files (*.md)")
+    tool_files = _files(folder / "tools", ".json", errors)
+    tools = [(f, *t) for f in tool_files if (t := _load_tool(f, errors, names["tool"]))]
+    _by_name(skills, "skill", errors)
+    _by_name(tools, "tool", errors)
+    _check_references(skills, names, errors)
+    if skills and len(skills) == len(skill_files):  # every skill's kind is known
+        _check_kinds(folder, manifest, doc, {s.kind for _, s, *_ in skills}, errors)
+    if errors:
+        raise HarnessError(errors)
+    return _build(manifest, [s for _, s, *_ in skills], [t for _, t, _ in tools])
+
+
+def _by_name(items: list, what: str, errors: list[str]) -> None:
+    """Reports a name defined twice."""
+    seen: dict[str, Path] = {}
+    for f, obj, line, *_ in items:
+        if obj.name in seen:
+            first = seen[obj.name].name
+            errors.append(f"{f}:{line}: duplicate {what} name {obj.name!r} ({first})")
+        seen.setdefault(obj.name, f)
+
+
+def _check_references(skills: list, names: dict, errors: list[str]) -> None:
+    skill_names, tool_names = sorted(names["skill"] - {None}), names["tool"] - {None}
+    tool_names = [LOAD_SKILL, *sorted(tool_names - {LOAD_SKILL})]
+    for f, skill, _, start in skills:
+        for ref, pos, _ in tool_references(skill.body):
+            if ref not in tool_names:
+                line = start + skill.body.count("\n", 0, pos)
+                msg = _unknown("tool", ref, tool_names)
+                errors.append(f"{f}:{line}: skill {skill.name!r} refers to an {msg}")
+        for ref, pos, _ in skill_references(skill.body):
+            if ref not in skill_names:
+                line = start + skill.body.count("\n", 0, pos)
+                msg = _unknown("skill", ref, skill_names)
+                errors.append(f"{f}:{line}: skill {skill.name!r} refers to an {msg}")
+
+
+def _check_kinds(folder, manifest, doc, kinds: set[str], errors: list[str]) -> None:
+    if "reply" not in kinds:
+        errors.append(f"{folder / 'skills'}:1: expected at least one kind: reply skill")
+    for i, h in enumerate((manifest or {}).get("hooks", [])):
+        if h["name"] == "require_skill":
+            for kind in h.get("params", {}).get("kinds", ["reply"]):
+                if kind not in kinds:
+                    where = ("hooks", i, "params", "kinds")
+                    doc.err(where, f"require_skill: no skill has kind {kind!r}")
+
+
+def _build(m: dict, skills: list[Skill], tools: list[Tool]) -> Harness:
+    p = m["prompt"]
+    hooks = [HookSpec(h["name"], dict(h.get("params", {}))) for h in m.get("hooks", [])]
+    return Harness(
+        name=m["name"],
+        version=m["version"],
+        persona=m["persona"],
+        rules=tuple(m.get("rules", ())),
+        constraints=tuple(m.get("constraints", ())),
+        layout=PromptLayout(tuple(p["order"]), p["format"], dict(p.get("titles", {}))),
+        turn_limit=m["turn_limit"],
+        retry_limit=m["retry_limit"],
+        skills=tuple(skills),
+        tools=tuple(tools),
+        hooks=tuple(hooks),
+        tool_call_format=m.get("tool_call_format", "qwen_xml"),
+    )
+
+
+# --- Writing --------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks; no anchors for shared lists."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in s else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _plain(value: Any) -> Any:
+    """Mappings -> dicts, tuples -> lists (what YAML and JSON write)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
+
+
+def dump_harness(harness: Harness, folder: str | Path, *, overwrite=False) -> Path:
+    """Writes ``harness`` as a folder that ``load_harness`` reads back equal.
+
+    Raises:
+      FileExistsError: the folder already holds a harness and not ``overwrite``.
+      ValueError: a skill or tool name cannot be a file name.
+    """
+    folder, h = Path(folder), harness
+    for obj in (*h.skills, *h.tools):
+        if not NAME_RE.fullmatch(obj.name):
+            raise ValueError(f"name {obj.name!r} does not match {NAME_RE.pattern}")
+    old = [folder / MANIFEST, *folder.glob("skills/*.md"), *folder.glob("tools/*.json")]
+    old = [p for p in old if p.is_file()]
+    if old and not overwrite:
+        raise FileExistsError(f"{folder} already holds a harness (overwrite=True?)")
+    for p in old:
+        p.unlink()
+    manifest = {
+        "name": h.name,
+        "version": h.version,
+        "persona": h.persona,
+        "rules": list(h.rules),
+        "constraints": list(h.constraints),
+        "prompt": {
+            "order": list(h.layout.order),
+            "format": h.layout.format,
+            "titles": _plain(h.layout.titles),
+        },
+        "turn_limit": h.turn_limit,
+        "retry_limit": h.retry_limit,
+        "tool_call_format": h.tool_call_format,
+        "hooks": [{"name": s.name, "params": _plain(s.params)} for s in h.hooks],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MANIFEST).write_text(_yaml(manifest), encoding="utf-8")
+    for sub, items in (("skills", h.skills), ("tools", h.tools)):
+        (folder / sub).mkdir(exist_ok=True)
+        width = max(2, len(str(len(items))))
+        for i, obj in enumerate(items, 1):
+            if isinstance(obj, Skill):
+                front = {"name": obj.name, "kind": obj.kind}
+                front["description"] = obj.description
+                text, ext = f"---\n{_yaml(front)}---\n\n{obj.body}\n", "md"
+            else:
+                spec = {"name": obj.name, "description": obj.description}
+                spec["parameters"] = _plain(obj.parameters)
+                text, ext = (
+                    json.dumps(spec, indent=2, ensure_ascii=False) + "\n",
+                    "json",
+                )
+            path = folder / sub / f"{i:0{width}d}_{obj.name}.{ext}"
+            path.write_text(text, encoding="utf-8")
+    return folder

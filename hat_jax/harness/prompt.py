@@ -1,0 +1,173 @@
+"""The system-prompt pipeline: sections assembled in the harness's order and format.
+
+Sections (``SECTION_NAMES``): persona, room_context (the room state as given),
+rules (bullets), skill_index (each skill's name, kind and one-line description;
+bodies only enter the chat through ``load_skill``), tool_list (the tools, the
+built-in ``load_skill`` first, inside ``<tools></tools>`` one JSON object per
+line, then the call-format instructions), constraints (bullets: the manifest's,
+then the turn limit and what the hooks enforce, so a hook edit shows in the
+prompt). A section with nothing to say (no room context, no rules) is left out.
+
+Formats, each with the layout's titles (or ``DEFAULT_TITLES``):
+  markdown  ``## Title`` then the body
+  xml       ``<section_name title="Title">`` body ``</section_name>``
+  plain     ``TITLE:`` (upper-cased) then the body
+
+The tool list is part of the system prompt, so callers render the chat with
+``render_chat(messages, tools=None)``. Output is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+from xml.sax.saxutils import escape
+
+from hat_jax.harness.hooks import resolve_params
+from hat_jax.harness.spec import LOAD_SKILL, PROMPT_FORMATS, Harness
+from hat_jax.text.toolcall import get_format
+
+DEFAULT_TITLES = {
+    "persona": "Persona",
+    "room_context": "Room context",
+    "rules": "Rules",
+    "skill_index": "Skills",
+    "tool_list": "Tools",
+    "constraints": "Constraints",
+}
+RoomContext = Mapping[str, Any] | str | None
+
+
+def _bullets(lines: list[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def _persona(h: Harness, room: RoomContext) -> str:
+    return h.persona.strip()
+
+
+def _room_context(h: Harness, room: RoomContext) -> str:
+    if room is None:
+        return ""
+    if isinstance(room, str):
+        return room.strip()
+    lines = []
+    for key, value in room.items():
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        )
+        lines.append(f"{key}: {text}")
+    return "\n".join(lines)
+
+
+def _rules(h: Harness, room: RoomContext) -> str:
+    return _bullets(list(h.rules))
+
+
+def _skill_index(h: Harness, room: RoomContext) -> str:
+    kinds = _required_kinds(h)
+    must = (
+        " Before your final reply, load at least one "
+        + " and one ".join(f"{k} skill" for k in kinds)
+        + "."
+        if kinds
+        else ""
+    )
+    intro = (
+        "Each skill holds detailed instructions for one kind of situation. To read "
+        f'one, call {LOAD_SKILL} with its name, e.g. {LOAD_SKILL}(name="...").{must}'
+    )
+    index = [f"{s.name} ({s.kind}): {s.description}" for s in h.skills]
+    return f"{intro}\n{_bullets(index)}"
+
+
+def _tool_list(h: Harness, room: RoomContext) -> str:
+    lines = "\n".join(json.dumps(s, ensure_ascii=False) for s in h.tool_specs())
+    return (
+        "You can call the functions below. Their signatures are listed inside "
+        f"<tools></tools>, one JSON object per line:\n<tools>\n{lines}\n</tools>\n\n"
+        f"{get_format(h.tool_call_format).instructions}"
+    )
+
+
+def _constraints(h: Harness, room: RoomContext) -> str:
+    return _bullets([*h.constraints, *hook_constraints(h)])
+
+
+_SECTIONS: dict[str, Callable[[Harness, RoomContext], str]] = {
+    "persona": _persona,
+    "room_context": _room_context,
+    "rules": _rules,
+    "skill_index": _skill_index,
+    "tool_list": _tool_list,
+    "constraints": _constraints,
+}
+
+
+def _required_kinds(h: Harness) -> list[str]:
+    spec = h.hook("require_skill")
+    return resolve_params(spec.name, spec.params)["kinds"] if spec else []
+
+
+def hook_constraints(h: Harness) -> list[str]:
+    """Constraint lines derived from the turn limit and the hooks' parameters."""
+    out = [f"You have at most {h.turn_limit} model calls for one viewer message."]
+    for spec in h.hooks:
+        p = resolve_params(spec.name, spec.params)
+        if spec.name == "reply_format":
+            out.append(f"Keep each reply within {p['max_chars']} characters.")
+            if p["no_markdown"]:
+                out.append("Write replies as plain spoken text, without Markdown.")
+            if p["banned_phrases"]:
+                out.append("Never say: " + "; ".join(p["banned_phrases"]) + ".")
+        elif spec.name == "factual_risk":
+            out.append(
+                "Every number in a reply (price, stock, date, discount) must come "
+                "from a tool result."
+            )
+        elif spec.name == "compliance":
+            words = [*p["medical_claims"][:3], *p["absolute_claims"][:3]]
+            out.append(
+                "No medical claims and no absolute superlatives (such as "
+                + ", ".join(words)
+                + ")."
+            )
+    return out
+
+
+def section_title(harness: Harness, name: str) -> str:
+    return harness.layout.titles.get(name) or DEFAULT_TITLES[name]
+
+
+def render_section(harness: Harness, name: str, room_context: RoomContext) -> str:
+    """One section's body, without its title ("" when it has nothing to say)."""
+    return _SECTIONS[name](harness, room_context)
+
+
+def _wrap(fmt: str, name: str, title: str, body: str) -> str:
+    if fmt == "markdown":
+        return f"## {title}\n\n{body}"
+    if fmt == "xml":
+        attr = escape(title, {'"': "&quot;"})
+        return f'<{name} title="{attr}">\n{body}\n</{name}>'
+    return f"{title.upper()}:\n{body}"
+
+
+def render_system_prompt(harness: Harness, room_context: RoomContext = None) -> str:
+    """The system prompt for ``harness``, with the room state if given.
+
+    Args:
+      harness: sections, order, titles and format come from ``harness.layout``.
+      room_context: a mapping (rendered as ``key: value`` lines in its own
+        order) or a ready string; None leaves the section out.
+    """
+    fmt = harness.layout.format
+    if fmt not in PROMPT_FORMATS:
+        raise ValueError(f"unknown prompt format {fmt!r}; have {PROMPT_FORMATS}")
+    parts = []
+    for name in harness.layout.order:
+        body = render_section(harness, name, room_context)
+        if body:
+            parts.append(_wrap(fmt, name, section_title(harness, name), body))
+    return "\n\n".join(parts)

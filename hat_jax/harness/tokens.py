@@ -1,0 +1,114 @@
+"""Trajectories as training data: token ids with a loss mask, and JSONL files.
+
+The mask is True exactly on what the assistant produced: each assistant body
+(reasoning, content, tool calls) and its ``<|im_end|>``. Role headers, the system
+prompt, viewer and feedback messages and tool results are context only.
+
+Tokenisation is segment by segment: each piece of
+:func:`hat_jax.text.render_chat_segments` is encoded on its own and the ids are
+concatenated, so the mask boundary is exact by construction. For the ChatML
+renders here this equals encoding the whole text (segments meet at special
+tokens or at a newline that the Qwen and GPT-2 split patterns keep apart);
+``check=True`` verifies it for a given trajectory and tokenizer. Where a
+tokenizer would merge across a boundary, segment-wise ids are still what a
+sampler produces turn by turn (a prompt is encoded, then the reply is sampled).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from hat_jax.harness.trajectory import Trajectory
+from hat_jax.text.chat import render_chat_segments
+from hat_jax.text.tokenizer import Tokenizer
+
+
+def trajectory_to_tokens(
+    traj: Trajectory,
+    tokenizer: Tokenizer,
+    *,
+    fmt: str = "qwen_xml",
+    check: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Renders a trajectory to ids and a loss mask.
+
+    Args:
+      traj: the trajectory; its messages are rendered with ``tools=None`` (the
+        system prompt already lists the tools).
+      tokenizer: the model's tokenizer.
+      fmt: the tool-call format of the trajectory's harness.
+      check: raise ValueError unless the ids equal ``tokenizer.encode`` of the
+        whole rendered text.
+
+    Returns:
+      ``ids`` int32 [T] and ``loss_mask`` bool [T] (True on assistant tokens).
+    """
+    segments = render_chat_segments(
+        traj.messages, tools=None, fmt=fmt, add_generation_prompt=False
+    )
+    ids: list[int] = []
+    mask: list[bool] = []
+    for text, produced in segments:
+        piece = tokenizer.encode(text)
+        ids += piece
+        mask += [produced] * len(piece)
+    if check:
+        whole = tokenizer.encode("".join(text for text, _ in segments))
+        if whole != ids:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(whole, ids)) if a != b),
+                min(len(whole), len(ids)),
+            )
+            raise ValueError(
+                f"segment-wise ids differ from whole-text ids at token {at}: "
+                f"{tokenizer.decode(ids[at : at + 8])!r} vs "
+                f"{tokenizer.decode(whole[at : at + 8])!r}"
+            )
+    return np.asarray(ids, np.int32), np.asarray(mask, bool)
+
+
+def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> int:
+    """Writes one trajectory per line (UTF-8); returns how many were written."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for traj in trajectories:
+            f.write(traj.to_json() + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> list[Trajectory]:
+    """Reads a file from :func:`write_jsonl`; blank lines are skipped.
+
+    Raises:
+      ValueError: ``path:line: what was wrong`` for the first bad line.
+    """
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({e})") from None
+            if not isinstance(obj, dict):
+                kind = type(obj).__name__
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {kind}")
+            try:
+                traj = Trajectory.from_dict(obj)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{path}:{lineno}: not a trajectory ({e})") from None
+            if not isinstance(traj.messages, list) or not all(
+                isinstance(m, dict) and "role" in m for m in traj.messages
+            ):
+                raise ValueError(
+                    f"{path}:{lineno}: expected messages as a list of objects with "
+                    "a role"
+                )
+            out.append(traj)
+    return out

@@ -1,0 +1,73 @@
+"""`hat harness validate|render` on builtins and broken folders."""
+
+import argparse
+import shutil
+
+import pytest
+
+from hat_jax.cli import harness_cmd
+from hat_jax.harness import builtin_path
+
+
+def run(*argv):
+    p = argparse.ArgumentParser(prog="hat harness")
+    harness_cmd.add_arguments(p)
+    return harness_cmd.run(p.parse_args(argv))
+
+
+@pytest.mark.parametrize("name", ["taolive_v1", "taolive_v2"])
+def test_validate_builtins(name, capsys):
+    assert run("validate", name) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK taolive@") and "skills" in out and "tools" in out
+
+
+def test_validate_a_folder_path(capsys):
+    assert run("validate", str(builtin_path("taolive_v1"))) == 0
+
+
+def test_validate_broken_folder(tmp_path, capsys):
+    d = tmp_path / "h"
+    shutil.copytree(builtin_path("taolive_v1"), d)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("turn_limit: 6", "turn_limit: -2"))
+    (d / "tools" / "02_check_stock.json").write_text('{"name": "check_stock",\n}')
+    assert run("validate", str(d)) == 1
+    captured = capsys.readouterr()
+    assert f"{m}:32: turn_limit: expected a positive integer" in captured.err
+    assert f"{d / 'tools' / '02_check_stock.json'}:2: invalid JSON" in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_missing_folder(tmp_path, capsys):
+    assert run("validate", str(tmp_path / "nope")) == 1
+    assert ":1: expected a harness folder" in capsys.readouterr().err
+
+
+def test_render_prints_the_persona(capsys):
+    assert run("render", "taolive_v1") == 0
+    out = capsys.readouterr().out
+    assert "You are Xiaotao" in out and "<tools>" in out
+
+
+def test_render_with_room_context_and_format(capsys):
+    room = '{"on_screen": "link 3", "viewers": 88}'
+    assert run("render", "taolive_v2", "--room-context", room, "--format", "xml") == 0
+    out = capsys.readouterr().out
+    assert "<room_context" in out and "on_screen: link 3\nviewers: 88" in out
+    assert run("render", "taolive_v2", "--room-context", '"flash sale"') == 0
+    assert "flash sale" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("room", ["{not json", "[1, 2]"])
+def test_render_rejects_bad_room_context(room, capsys):
+    assert run("render", "taolive_v1", "--room-context", room) == 1
+    assert "--room-context" in capsys.readouterr().err
+
+
+def test_plugs_into_hat_main(monkeypatch, capsys):
+    from hat_jax.cli import main
+
+    monkeypatch.setitem(main.COMMANDS, "harness", harness_cmd)
+    assert main.main(["harness", "validate", "taolive_v2"]) == 0
+    assert capsys.readouterr().out.startswith("OK taolive@2.0")
