@@ -18,10 +18,10 @@ from augment.families import (
     TRAIN_FAMILIES,
     sample_family_spec,
 )
-from augment.mapping import Mapping
 from augment.ops import DIMENSIONS, Op, all_ops, get_op, register_op
 from augment.spec import apply_spec, format_spec, parse_spec
 from augment.validate import validate_augmented
+from hat_jax.harness.mapping import Mapping
 
 __all__ = [
     "DIMENSIONS",

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from augment.mapping import Mapping
 from hat_jax.harness.backend import FAULTS, fault_outcome
 from hat_jax.harness.hooks import run_hooks
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import LOAD_SKILL, Harness
 from hat_jax.harness.trajectory import HookContext, ToolExchange, Trajectory

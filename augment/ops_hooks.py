@@ -6,9 +6,9 @@ the reply is shortened only when every fact survives."""
 from __future__ import annotations
 
 from augment.facts import failing_hooks, loaded, shorten_reply, tool_results
-from augment.mapping import Mapping
 from augment.ops import finish, register_op
 from hat_jax.harness.hooks import resolve_params
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.spec import Harness, HookSpec
 
 BANNED_POOL = (

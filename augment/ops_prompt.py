@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from augment.mapping import Mapping
 from augment.ops import finish, pick, register_op, subset
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.spec import PROMPT_FORMATS, SECTION_NAMES
 
 TITLES: dict[str, tuple[str, ...]] = {

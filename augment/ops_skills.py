@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from augment.mapping import Mapping
 from augment.names import rename_all
 from augment.ops import finish, pick, register_op, subset
 from augment.ops_tools import reserved
 from augment.paraphrase import paraphrase
 from augment.rules import BULLETS, parse_body, render_body
 from augment.text import rename_refs, rewrite_harness_text
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.spec import Harness, Skill
 
 SKILL_STYLES = ("snake", "snake", "camel", "pascal", "kebab", "dotted")

@@ -9,11 +9,11 @@ import numpy as np
 
 from augment import schema as S
 from augment.distractors import DISTRACTORS
-from augment.mapping import Mapping, schema_leaves
 from augment.names import PARAM_RE, fresh_name, rename_all
 from augment.ops import finish, pick, register_op, subset
 from augment.paraphrase import paraphrase
 from augment.text import path_texts, rename_refs, rewrite_harness_text
+from hat_jax.harness.mapping import Mapping, schema_leaves
 from hat_jax.harness.spec import LOAD_SKILL, Harness, Skill, Tool
 
 WRAPPERS = ("args", "params", "query", "request", "input", "payload", "options")

@@ -2,7 +2,7 @@
 
 Each function returns a new schema (inputs are never mutated) and, where paths
 move, a ``{old path: new path}`` map over every property path, so ops can carry
-argument leaves through :class:`augment.mapping.Mapping`.
+argument leaves through :class:`hat_jax.harness.mapping.Mapping`.
 """
 
 from __future__ import annotations

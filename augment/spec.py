@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from augment.mapping import Mapping
 from augment.ops import get_op
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.spec import Harness
 from hat_jax.harness.trajectory import Trajectory
 

@@ -22,11 +22,11 @@ preserved). It checks that
 from __future__ import annotations
 
 from augment.facts import failing_hooks, missing_facts, tool_results
-from augment.mapping import Mapping
 from augment.ops import carried_result, gold_calls
 from hat_jax.harness.hooks import run_hooks, validate_json
 from hat_jax.harness.json_schema import NAME_RE, check_schema
 from hat_jax.harness.loader import skill_references, tool_references
+from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import LOAD_SKILL, Harness
 from hat_jax.harness.trajectory import HookContext, Trajectory

@@ -39,6 +39,7 @@ from hat_jax.harness.loop import (
     run_turns,
     strip_reasoning,
 )
+from hat_jax.harness.mapping import Mapping, schema_leaves
 from hat_jax.harness.policy import (
     OpenAIPolicy,
     Policy,
@@ -75,6 +76,8 @@ from hat_jax.harness.trajectory import (
 __all__ = [
     # agent loop, policies, tool backends, training tokens
     "FAULTS",
+    "Mapping",
+    "schema_leaves",
     "OpenAIPolicy",
     "Policy",
     "PolicyError",

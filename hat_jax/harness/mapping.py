@@ -1,4 +1,7 @@
-"""How an augmented harness relates to its source: the Mapping of names and args.
+"""How one harness relates to another: the Mapping of tool, argument and skill names.
+
+It lives in hat_jax (not augment) because both HSA and the simulator use it: the
+simulator reaches its tool backends through the mapping of the harness in force.
 
 A Mapping from harness H0 to H1 records, for every tool and skill of H0, its
 name in H1, and for every argument *leaf* of every H0 tool (a path of keys down
