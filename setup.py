@@ -30,7 +30,9 @@ setup(
     version="0.1.0",
     description="Harness-Aware Training (HAT) for tool-using agents in JAX/Flax NNX",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["hat_jax", "hat_jax.*", "augment", "augment.*"]),
+    packages=find_packages(
+        include=["hat_jax", "hat_jax.*", "augment", "augment.*", "sim", "sim.*"]
+    ),
     # Harness folders shipped with the package (Markdown, YAML, JSON: data only).
     package_data={"hat_jax.harness": ["builtin/*/*.yaml", "builtin/*/*/*"]},
     install_requires=INSTALL_REQUIRES,
@@ -42,6 +44,6 @@ setup(
     entry_points={
         "console_scripts": ["hat=hat_jax.cli.main:main"],
         # Subcommands from packages above hat_jax (imports flow one way).
-        "hat.commands": ["augment=augment.cli"],
+        "hat.commands": ["augment=augment.cli", "sim=sim.cli"],
     },
 )
