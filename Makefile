@@ -32,6 +32,7 @@ chat: $(STAMP) assets
 
 bench: $(STAMP) assets
 	$(BIN)/python benchmarks/decode.py
+	$(BIN)/python benchmarks/sim_throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -20,6 +20,7 @@ INSTALL_REQUIRES = [
     "tqdm==4.70.1",
     "pyyaml==6.0.4",
     "jaxtyping==0.3.11",
+    "tensorflow-datasets==4.9.10",  # builders + data_source over ArrayRecord; no TF
     "numpy>=2.0,<3",
 ]
 
@@ -32,9 +33,13 @@ setup(
     python_requires=">=3.11,<3.12",
     packages=find_packages(
         include=["hat_jax", "hat_jax.*", "augment", "augment.*", "sim", "sim.*"]
+        + ["experiments", "experiments.*"]
     ),
     # Harness folders shipped with the package (Markdown, YAML, JSON: data only).
-    package_data={"hat_jax.harness": ["builtin/*/*.yaml", "builtin/*/*/*"]},
+    package_data={
+        "hat_jax.harness": ["builtin/*/*.yaml", "builtin/*/*/*"],
+        "sim": ["data/*.jsonl"],
+    },
     install_requires=INSTALL_REQUIRES,
     extras_require={
         # torch is used only as the numerical reference in tests.
@@ -44,6 +49,6 @@ setup(
     entry_points={
         "console_scripts": ["hat=hat_jax.cli.main:main"],
         # Subcommands from packages above hat_jax (imports flow one way).
-        "hat.commands": ["augment=augment.cli", "sim=sim.cli"],
+        "hat.commands": ["augment=augment.cli", "sim=experiments.sim_cli"],
     },
 )

@@ -1,0 +1,186 @@
+"""Generate and inspect simulator datasets: gold trajectories as JSONL.
+
+`generate` simulates rooms of one split (train, dev and test catalogs never
+overlap), answers `--n` viewer messages with the oracle teacher under the
+harness, optionally applies Harness-State Augmentation to each trajectory
+(`--ops SPEC`, or a spec sampled per trajectory from `--family`; seeded by
+(seed, index); invalid augmentations are counted and kept un-augmented), and
+writes JSONL that is byte-identical for identical arguments. `report` prints a
+file's intent and language mix, statuses, tool and skill stats and size.
+
+Examples:
+  hat sim generate --harness taolive_v1 --n 10000 --seed 0 --split train \\
+      --out data/train.jsonl
+  hat sim generate --harness taolive_v2 --n 500 --seed 1 --split dev \\
+      --family tool_renames --fault-rate 0.1 --out data/dev_hsa.jsonl
+  hat sim generate --harness taolive_v1 --n 200 --seed 2 --split test \\
+      --ops "rename_tools|reorder_sections" --out data/test_ops.jsonl
+  hat sim report data/train.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from augment import apply_spec, sample_family_spec, validate_augmented
+from hat_jax.harness import Harness, Trajectory, load_harness
+from sim.datasets import generate, make_cases, report, summarize, write_dataset
+from sim.types import SPLITS
+
+HSA_STREAM = 7  # keeps augmentation draws apart from other uses of (seed, index)
+PROGRESS_MIN = 1000  # show a progress bar from this many trajectories up
+
+
+def add_arguments(p) -> None:
+    sub = p.add_subparsers(dest="sim_command", required=True)
+    g = sub.add_parser("generate", help="write gold trajectories as JSONL")
+    g.add_argument("--harness", required=True, help="harness folder or builtin name")
+    g.add_argument("--n", type=int, required=True, help="number of trajectories")
+    g.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
+    g.add_argument("--split", choices=SPLITS, default="train", help="catalog split")
+    how = g.add_mutually_exclusive_group()
+    how.add_argument("--ops", help='HSA op spec, e.g. "rename_tools|format(xml)"')
+    how.add_argument("--family", help="sample an HSA spec per trajectory from this")
+    g.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="per-call tool-fault rate, split evenly over timeout, malformed "
+        "output and permission denied (default 0)",
+    )
+    g.add_argument("--messages-per-room", type=int, default=8)
+    g.add_argument("--out", required=True, help="output JSONL file")
+    r = sub.add_parser("report", help="mixes, statuses and size of a JSONL file")
+    r.add_argument("file", help="a file written by `hat sim generate`")
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def augment_all(
+    harness: Harness,
+    golds: Sequence[Trajectory],
+    *,
+    seed: int,
+    ops: str | None = None,
+    family: str | None = None,
+    progress=None,
+) -> tuple[list[Trajectory], int]:
+    """HSA on each gold trajectory; returns (trajectories, failures).
+
+    Trajectory ``i`` draws its spec (with ``family``) and its augmentation seed
+    from ``default_rng([seed, i, HSA_STREAM])``. A valid result carries
+    ``meta["hsa"] = {spec, seed, base_harness, harness_id, mapping}`` (the
+    mapping is ``harness`` -> augmented; the augmented harness is
+    ``apply_spec(harness, None, spec, seed)``). One that fails
+    ``validate_augmented`` (or whose spec does not apply) is replaced by its
+    gold trajectory with ``meta["hsa"] = {spec, seed, base_harness, problems}``.
+    """
+    out, failures = [], 0
+    for i, gold in enumerate(golds):
+        rng = np.random.default_rng([seed, i, HSA_STREAM])
+        spec = ops if ops else sample_family_spec(family, rng)
+        aug_seed = int(rng.integers(2**31))
+        record = {"spec": spec, "seed": aug_seed, "base_harness": harness.id}
+        try:
+            h2, t2, m = apply_spec(harness, gold, spec, aug_seed)
+            problems = validate_augmented(harness, gold, h2, t2, m)
+        except ValueError as e:
+            problems = [str(e)]
+        if problems:
+            failures += 1
+            gold.meta["hsa"] = {**record, "problems": problems}
+            out.append(gold)
+        else:
+            t2.meta["hsa"] = {**record, "harness_id": h2.id, "mapping": m.to_dict()}
+            out.append(t2)
+        if progress is not None:
+            progress(1)
+    return out, failures
+
+
+def _mix(shares: dict[str, float]) -> str:
+    return " ".join(f"{k}={v:.3f}" for k, v in shares.items())
+
+
+def _generate(args) -> int:
+    if args.n < 1:
+        raise ValueError(f"--n must be positive, got {args.n}")
+    t0 = time.perf_counter()
+    harness = load_harness(args.harness)
+    cases = make_cases(
+        args.split,
+        args.seed,
+        args.n,
+        messages_per_room=args.messages_per_room,
+        harness_version=Path(args.harness).name,
+    )
+    hsa = bool(args.ops or args.family)
+    total = len(cases) * (2 if hsa else 1)
+    with tqdm(
+        total=total, desc="hat sim", unit="traj", disable=args.n < PROGRESS_MIN or None
+    ) as bar:
+        trajs = generate(
+            harness, cases, faults=args.fault_rate, seed=args.seed, progress=bar.update
+        )
+        failures = 0
+        if hsa:
+            trajs, failures = augment_all(
+                harness,
+                trajs,
+                seed=args.seed,
+                ops=args.ops,
+                family=args.family,
+                progress=bar.update,
+            )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_dataset(trajs, out)
+    s = summarize(trajs)
+    tools = s["tool_calls_mean"]
+    print(
+        f"wrote {s['n']} trajectories to {out} ({out.stat().st_size / 1e6:.1f} MB, "
+        f"{time.perf_counter() - t0:.1f} s) | intents {_mix(s['intent'])} | "
+        f"langs {_mix(s['lang'])} | status {s['status']} | "
+        f"faults {sum(s['faults'].values())} | tool calls/turn {tools:.2f}"
+        + (f" | hsa ok {s['hsa']}, failed {failures}" if hsa else "")
+    )
+    return 0
+
+
+def _report(args) -> int:
+    r = report(args.file)
+    if args.json:
+        print(json.dumps(r, ensure_ascii=False, indent=1))
+        return 0
+    print(f"{args.file}: {r['lines']} lines, {r['bytes'] / 1e6:.2f} MB")
+    print(f"intent mix:   {_mix(r['intent'])}")
+    print(f"language mix: {_mix(r['lang'])}")
+    print(f"status:       {r['status']}")
+    print(f"faults:       {r['faults']}")
+    print(f"tool calls:   {r['tool_calls_mean']:.2f} per turn  {r['tools']}")
+    print(f"skill loads:  {r['skill_loads_mean']:.2f} per turn  {r['skills']}")
+    print(f"augmented:    {r['hsa']}")
+    return 0
+
+
+def run(args) -> int:
+    if args.sim_command == "generate":
+        return _generate(args)
+    return _report(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``hat sim`` on its own (for tests and ``python -m experiments.sim_cli``)."""
+    parser = argparse.ArgumentParser(prog="hat sim", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

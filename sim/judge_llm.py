@@ -1,0 +1,249 @@
+"""A pluggable LLM judge over OpenAI-compatible endpoints, with 3-way voting.
+
+``LLMJudge(["http://host:8000", ...])`` scores a turn like the rule judge
+(``judge(traj, snapshot, msg, binding) -> {reward: Score}``) by asking judge
+models (``POST {base}/v1/chat/completions``, stdlib ``urllib``) with the prompt
+of ``sim/judge_prompt.py``. Votes: one per endpoint over up to three endpoints,
+or three samples (temperature ``sample_temperature``, distinct seeds) from fewer.
+Per reward: majority for binary accuracy (a tie -> 0), the lower median for the
+others (effectiveness snapped to 0 / 0.5 / 1). A vote that fails (HTTP error,
+timeout, unreadable JSON, a bad score) is retried up to ``retries`` times, then
+recorded in ``Verdict.errors``; a reward with no valid vote scores NaN. Nothing
+here raises on a bad reply.
+
+``agreement(a, b)`` compares two judges (or a judge and labels) per reward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from hat_jax.harness import Trajectory
+from sim.binding import Binding
+from sim.judge_prompt import extract_json, judge_messages, parse_verdict
+from sim.rewards import BINARY, GRADED, REWARDS, Score
+from sim.types import RoomSnapshot, ViewerMessage
+
+VOTES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible server: ``base_url`` with or without ``/v1``."""
+
+    base_url: str
+    model: str = "judge"
+    api_key: str | None = None
+
+    @property
+    def url(self) -> str:
+        base = self.base_url.rstrip("/")
+        return base + ("" if base.endswith("/v1") else "/v1") + "/chat/completions"
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The voted scores, every vote's parsed scores (None: failed) and errors."""
+
+    scores: dict[str, Score]
+    votes: list[dict[str, tuple[float, str]] | None]
+    errors: list[str]
+
+
+class JudgeError(Exception):
+    """A vote attempt that produced nothing usable (caught, retried, recorded)."""
+
+
+def chat(ep: Endpoint, messages: list[dict], *, timeout: float, **params) -> str:
+    """One chat completion's text; raises JudgeError on any failure."""
+    body = {"model": ep.model, "messages": messages, **params}
+    headers = {"Content-Type": "application/json"}
+    if ep.api_key:
+        headers["Authorization"] = f"Bearer {ep.api_key}"
+    data = json.dumps(body, ensure_ascii=False).encode()
+    req = urllib.request.Request(ep.url, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            payload = json.loads(resp.read().decode("utf-8", "replace"))
+    except urllib.error.HTTPError as e:
+        raise JudgeError(f"HTTP {e.code} from {ep.url}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        raise JudgeError(f"{type(e).__name__} from {ep.url}: {e}") from None
+    except (json.JSONDecodeError, UnicodeError):
+        raise JudgeError(f"non-JSON response from {ep.url}") from None
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise JudgeError(f"no choices[0].message.content from {ep.url}") from None
+    if not isinstance(content, str):
+        raise JudgeError(f"content is {type(content).__name__}, not text")
+    return content
+
+
+def vote(values: Sequence[float], name: str) -> float:
+    """Majority for binary rewards (tie -> 0), else the lower median; NaN if none."""
+    if not values:
+        return math.nan
+    if name in BINARY:
+        ones = sum(v >= 0.5 for v in values)
+        return 1.0 if ones * 2 > len(values) else 0.0
+    x = statistics.median_low(values)
+    return round(x * 2) / 2 if name in GRADED else x
+
+
+class LLMJudge:
+    """Scores turns by voting over LLM judges (see the module docstring).
+
+    Args:
+      endpoints: ``Endpoint``s or base URLs; the first ``votes`` are used, or
+        cycled when there are fewer.
+      votes: votes per turn (3).
+      timeout: seconds per HTTP request.
+      retries: extra attempts per vote after a failure.
+      backoff: seconds before the first retry, doubled each time.
+      temperature: sampling temperature when each vote has its own endpoint.
+      sample_temperature: when an endpoint gives several votes.
+      max_tokens: per answer.
+      json_mode: send ``response_format={"type": "json_object"}``.
+    """
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint | str],
+        *,
+        votes: int = VOTES,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        temperature: float = 0.0,
+        sample_temperature: float = 0.7,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+    ):
+        if not endpoints:
+            raise ValueError("LLMJudge needs at least one endpoint")
+        eps = [e if isinstance(e, Endpoint) else Endpoint(e) for e in endpoints]
+        self.plan = [eps[i % len(eps)] for i in range(votes)]
+        self.temperature = temperature if len(eps) >= votes else sample_temperature
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.max_tokens, self.json_mode = max_tokens, json_mode
+
+    def _params(self, k: int) -> dict[str, Any]:
+        params = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": k,
+        }
+        if self.json_mode:
+            params["response_format"] = {"type": "json_object"}
+        return params
+
+    def _vote(self, k: int, messages: list[dict], errors: list[str]):
+        """One vote, retried; None (and its errors recorded) when all fail."""
+        ep = self.plan[k]
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                text = chat(ep, messages, timeout=self.timeout, **self._params(k))
+                scores, problems = parse_verdict(extract_json(text))
+                if problems:
+                    raise JudgeError("; ".join(problems) + f" in {text[:200]!r}")
+                return scores
+            except JudgeError as e:
+                errors.append(f"vote {k} ({ep.base_url}) attempt {attempt}: {e}")
+        return None
+
+    def judge(
+        self,
+        traj: Trajectory,
+        snapshot: RoomSnapshot,
+        msg: ViewerMessage,
+        binding: Binding,
+    ) -> Verdict:
+        """All votes for one turn and the voted scores."""
+        messages = judge_messages(traj, snapshot, msg, binding)
+        logs: list[list[str]] = [[] for _ in self.plan]
+        with ThreadPoolExecutor(max_workers=len(self.plan)) as pool:
+            futures = [
+                pool.submit(self._vote, k, messages, logs[k])
+                for k in range(len(self.plan))
+            ]
+            votes = [f.result() for f in futures]
+        scores = {}
+        for name in REWARDS:
+            got = [v[name] for v in votes if v and name in v]
+            value = vote([x for x, _ in got], name)
+            why = next((w for x, w in got if x == value), "")
+            tally = [x for x, _ in got]
+            if math.isnan(value):
+                why = "no valid vote"
+            scores[name] = Score(value, f"votes {tally}: {why}")
+        return Verdict(scores, votes, [e for log in logs for e in log])
+
+    def __call__(self, traj, snapshot, msg, binding) -> dict[str, Score]:
+        return self.judge(traj, snapshot, msg, binding).scores
+
+
+# --- Agreement -----------------------------------------------------------------
+def cohen_kappa(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cohen's kappa of two raters over categories; 1.0 when both are constant
+    and equal (chance agreement 1), NaN on no data."""
+    n = len(a)
+    if n == 0:
+        return math.nan
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    cats = set(a) | set(b)
+    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
+    if pe >= 1.0:
+        return 1.0 if po == 1.0 else 0.0
+    return (po - pe) / (1.0 - pe)
+
+
+def _value(s: Any) -> float:
+    return float(s.value if isinstance(s, Score) else s)
+
+
+def agreement(
+    first: Sequence[dict[str, Any]],
+    second: Sequence[dict[str, Any]],
+    rewards: Sequence[str] = REWARDS,
+) -> dict[str, Any]:
+    """Per-reward agreement between two score lists (same turns, same order).
+
+    Values (``Score`` or numbers) are compared on the 0.25 grid; pairs with a
+    missing or NaN side are skipped. Per reward: ``n``, ``agreement`` (exact
+    rate), ``mean_abs_diff``, and ``kappa`` (Cohen's) for the categorical ones
+    (binary accuracy, 3-level effectiveness). ``overall``: the mean agreement.
+    """
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} vs {len(second)} scored turns")
+    out: dict[str, Any] = {}
+    for name in rewards:
+        pairs = []
+        for x, y in zip(first, second, strict=True):
+            if name in x and name in y:
+                a, b = _value(x[name]), _value(y[name])
+                if math.isfinite(a) and math.isfinite(b):
+                    pairs.append((round(a * 4) / 4, round(b * 4) / 4))
+        n = len(pairs)
+        row = {
+            "n": n,
+            "agreement": sum(a == b for a, b in pairs) / n if n else math.nan,
+            "mean_abs_diff": sum(abs(a - b) for a, b in pairs) / n if n else math.nan,
+        }
+        if name in BINARY + GRADED:
+            row["kappa"] = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
+        out[name] = row
+    rates = [out[r]["agreement"] for r in rewards if out[r]["n"]]
+    out["overall"] = sum(rates) / len(rates) if rates else math.nan
+    return out

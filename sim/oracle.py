@@ -1,0 +1,363 @@
+"""The oracle teacher: the gold behaviour for any (harness, room, message).
+
+:class:`OraclePolicy` is a ``hat_jax.harness.Policy``: given a conversation it
+writes the next correct assistant message, under the harness in force, through
+the :class:`~sim.binding.Binding`. A turn goes:
+
+1. the tool calls ``needed_roles(msg)`` asks for (``sim.binding.gold_calls``:
+   canonical calls mapped forward, so renamed and re-shaped tools are called by
+   their harness names and shapes), all in one message;
+2. a call whose result is a fault (``error: ...`` or unreadable JSON) is called
+   again once (a recovery trace); a second failure is given up;
+3. ``load_skill`` of the reply skill, and the strategy skill when it applies
+   (``sim.binding.gold_skills``);
+4. the reply, built only from the tool results in the conversation (parsed from
+   the tool messages), in the viewer's language. Candidate replies run from the
+   fullest to the shortest; the oracle replays the harness's pre-reply and
+   reply hooks on each and sends the first that passes, so a tighter
+   ``max_chars`` or a new banned phrase is met up front; after hook feedback it
+   sends the next untried candidate. A given-up call makes the reply say the
+   host is checking and ask the viewer to wait, with no invented facts. The
+   templates are in ``sim.oracle_replies``.
+
+When the harness's turn limit leaves too few model calls, the skill loads ride
+along with the tool calls (one message instead of two).
+
+How cases reach the policy. The policy is built with the cases of a batch (each
+with its binding) and finds a conversation's case by its first two messages:
+the system prompt (which renders the harness and the room context) and the
+viewer message. :func:`gold_trajectories` splits cases whose pair would
+collide into separate ``run_turns`` batches, so the lookup is always exact.
+:func:`case_request` is the matching ``TurnRequest``; the room and binding go
+to the tool backend in ``meta["sim"]`` (``sim.tools.sim_meta``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hat_jax.harness import (
+    LOAD_SKILL,
+    Harness,
+    HookContext,
+    Mapping,
+    OpenAIPolicy,
+    PolicyOutput,
+    Trajectory,
+    TurnRequest,
+    render_system_prompt,
+    run_hooks,
+    run_turns,
+)
+from hat_jax.harness.policy import first_user_message, formats
+from hat_jax.text.chat import render_assistant
+from hat_jax.text.toolcall import ToolCall
+from sim.binding import Binding, bind, canonical_calls, gold_skills
+from sim.oracle_replies import Reply, candidates
+from sim.tools import SIM_META, FaultConfig, SimBackend, sim_meta
+from sim.types import RoomSnapshot, ViewerMessage, needed_roles
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One viewer message in one room.
+
+    Attributes:
+      case_id: unique within a dataset (also part of the fault seed).
+      snapshot: the room when the message arrives.
+      message: the viewer message.
+      fault_plan: forced tool faults by call index (``sim.tools.SimContext``).
+    """
+
+    case_id: str
+    snapshot: RoomSnapshot
+    message: ViewerMessage
+    fault_plan: tuple[str | None, ...] = ()
+
+
+def case_request(case: Case, binding: Binding) -> TurnRequest:
+    """The agent-loop request for ``case`` under ``binding``'s harness."""
+    meta = sim_meta(
+        case.snapshot, binding, case=case.case_id, fault_plan=case.fault_plan
+    )
+    return TurnRequest(
+        case.message.text,
+        room_context=case.snapshot.context(),
+        meta=meta,
+        harness=binding.harness,
+    )
+
+
+def case_key(case: Case, binding: Binding) -> tuple[str, str]:
+    """What identifies a case's conversation: (system prompt, viewer message)."""
+    system = render_system_prompt(binding.harness, case.snapshot.context())
+    return system, case.message.text
+
+
+def annotate(traj: Trajectory, case: Case, binding: Binding) -> Trajectory:
+    """Replaces the live objects in ``traj.meta`` by JSON-able records."""
+    snap = case.snapshot
+    traj.meta.pop(SIM_META, None)
+    traj.meta.update(
+        case=case.case_id,
+        room_id=snap.room_id,
+        catalog_id=snap.catalog.catalog_id,
+        clock=snap.clock,
+        harness_version=snap.harness_version,
+        room_context=snap.context(),
+        message=dataclasses.asdict(case.message),
+        mapping=binding.mapping.to_dict(),
+        fault_plan=list(case.fault_plan),
+    )
+    return traj
+
+
+# --- Reading the conversation -----------------------------------------------------
+def parse_result(text: str) -> dict[str, Any] | None:
+    """A tool result's JSON object, or None for a fault or an error."""
+    if not isinstance(text, str) or text.startswith("error:"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _why(text: str) -> str:
+    if text.startswith("error: timeout"):
+        return "timeout"
+    if text.startswith("error: permission"):
+        return "permission denied"
+    return "an error" if text.startswith("error:") else "malformed output"
+
+
+@dataclasses.dataclass
+class _Seen:
+    exchanges: list[tuple[ToolCall, str]]  # every call so far and its result
+    replies: list[str]  # final replies already sent (and so rejected)
+    steps: int  # assistant messages so far
+
+
+def _read(messages: Sequence[dict[str, Any]]) -> _Seen:
+    seen, pending = _Seen([], [], 0), []
+    for m in messages[1:]:
+        role = m.get("role")
+        if role == "assistant":
+            seen.steps += 1
+            calls = [
+                ToolCall(c["name"], dict(c["arguments"]))
+                for c in m.get("tool_calls") or ()
+            ]
+            if calls:
+                pending = calls
+            else:
+                seen.replies.append(str(m.get("content") or "").strip())
+        elif role == "tool" and pending:
+            seen.exchanges.append((pending.pop(0), str(m.get("content") or "")))
+    return seen
+
+
+# --- The policy -------------------------------------------------------------------
+def _assistant(calls=(), content: str = "", reasoning: str | None = None) -> dict:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        msg["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in calls]
+    if reasoning:
+        msg["reasoning"] = reasoning
+    return msg
+
+
+def _load(names: Sequence[str]) -> list[ToolCall]:
+    return [ToolCall(LOAD_SKILL, {"name": n}) for n in names]
+
+
+def _passes(h: Harness, user: str, loaded, facts, reply: str) -> bool:
+    """Whether the harness's pre-reply and reply hooks accept ``reply``."""
+    for checkpoint in ("pre_reply", "reply"):
+        ctx = HookContext(h, checkpoint, user, tuple(loaded), tuple(facts), reply=reply)
+        if not all(res.passed for _, res in run_hooks(h, checkpoint, ctx)):
+            return False
+    return True
+
+
+class OraclePolicy:
+    """The gold next message for each conversation (module docstring).
+
+    Args:
+      cases: the cases of this batch.
+      bindings: one Binding for all cases, or one per case.
+      reasoning: write a short ``<think>`` before each message.
+    """
+
+    def __init__(
+        self,
+        cases: Sequence[Case],
+        bindings: Binding | Sequence[Binding],
+        *,
+        reasoning: bool = True,
+    ):
+        if isinstance(bindings, Binding):
+            bindings = [bindings] * len(cases)
+        if len(bindings) != len(cases):
+            raise ValueError(f"{len(bindings)} bindings for {len(cases)} cases")
+        self.reasoning = reasoning
+        self.table: dict[tuple[str, str], tuple[Case, Binding]] = {}
+        for case, binding in zip(cases, bindings):
+            key = case_key(case, binding)
+            if key in self.table:
+                raise ValueError(
+                    f"cases {self.table[key][0].case_id!r} and {case.case_id!r} share "
+                    "a system prompt and viewer message; put them in separate batches"
+                )
+            self.table[key] = (case, binding)
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[dict[str, Any]]],
+        *,
+        fmt: str | Sequence[str] = "qwen_xml",
+        seed: int | None = None,
+    ) -> list[PolicyOutput]:
+        out = []
+        for conv, f in zip(conversations, formats(fmt, len(conversations))):
+            key = (str(conv[0].get("content", "")), first_user_message(conv))
+            if key not in self.table:
+                raise KeyError(f"no case for viewer message {key[1]!r}")
+            case, binding = self.table[key]
+            message = self.next_message(conv, case, binding)
+            out.append(PolicyOutput(render_assistant(message, f)))
+        return out
+
+    def next_message(
+        self, messages: Sequence[dict[str, Any]], case: Case, binding: Binding
+    ) -> dict[str, Any]:
+        """The next assistant message (chat-message dict) of one conversation."""
+        msg, snap, h = case.message, case.snapshot, binding.harness
+        seen = _read(messages)
+        roles = needed_roles(msg)
+        calls = [binding.forward(c) for c in canonical_calls(msg, snap)]
+        tries = [[text for c, text in seen.exchanges if c == call] for call in calls]
+        results = {
+            role: next((r for t in texts if (r := parse_result(t)) is not None), None)
+            for role, texts in zip(roles, tries)
+        }
+        first = [c for c, t in zip(calls, tries) if not t]
+        retry = [
+            c
+            for c, role, t in zip(calls, roles, tries)
+            if t and results[role] is None and len(t) < 2
+        ]
+        loaded = [
+            c.arguments.get("name")
+            for c, text in seen.exchanges
+            if c.name == LOAD_SKILL and not text.startswith("error:")
+        ]
+        skills = [s for s in gold_skills(binding, msg, snap) if s not in loaded]
+        if first or retry:
+            now = first or retry
+            # Load the skills in the same message when the turn limit is tight.
+            steps_left = h.turn_limit - seen.steps
+            extra = skills if skills and steps_left < 3 else []
+            if first:
+                why = (
+                    f"{self._about(msg)}: call {', '.join(c.name for c in now)} first."
+                )
+            else:
+                fails = [_why(t[-1]) for c, t in zip(calls, tries) if c in retry]
+                why = f"The tool call failed ({', '.join(fails)}); try it once more."
+            return _assistant(now + _load(extra), reasoning=self._think(why))
+        if skills:
+            why = f"Load {' and '.join(skills)} before replying."
+            return _assistant(_load(skills), reasoning=self._think(why))
+        facts = [
+            text
+            for c, text in seen.exchanges
+            if c.name != LOAD_SKILL and parse_result(text) is not None
+        ]
+        options = candidates(Reply(msg, snap, binding, results).slots(), msg.lang)
+        fresh = [r for r in options if r not in seen.replies] or options[-1:]
+        reply = next(
+            (r for r in fresh if _passes(h, msg.text, loaded, facts, r)), fresh[0]
+        )
+        gave_up = [role for role in roles if results[role] is None]
+        if seen.replies:
+            why = "The harness rejected my reply; send a version that meets its checks."
+        elif gave_up:
+            why = "A tool failed twice; tell the viewer I am checking, no guesses."
+        else:
+            why = (
+                "Answer from the tool results only, short and in the viewer's language."
+            )
+        return _assistant(content=reply, reasoning=self._think(why))
+
+    def _think(self, text: str) -> str | None:
+        return text if self.reasoning else None
+
+    @staticmethod
+    def _about(msg: ViewerMessage) -> str:
+        what = msg.intent.replace("_", " ")
+        if msg.attribute:
+            what += f" ({msg.attribute})"
+        if msg.link_id is not None:
+            what += f" about link {msg.link_id}"
+        return f"The viewer's message is a {what}"
+
+
+def make_teacher(kind: str = "oracle", **kwargs: Any):
+    """A teacher Policy: ``"oracle"`` (kwargs of :class:`OraclePolicy`) or
+    ``"openai"`` (kwargs of ``hat_jax.harness.OpenAIPolicy``: base_url, model...),
+    an LLM behind an OpenAI-compatible endpoint."""
+    if kind == "oracle":
+        return OraclePolicy(**kwargs)
+    if kind == "openai":
+        return OpenAIPolicy(**kwargs)
+    raise ValueError(f"unknown teacher kind {kind!r}; have 'oracle', 'openai'")
+
+
+def _waves(cases: Sequence[Case], binding: Binding) -> list[list[int]]:
+    """Case indices split so no batch holds two cases with the same key."""
+    waves: list[tuple[set, list[int]]] = []
+    for i, case in enumerate(cases):
+        key = case_key(case, binding)
+        wave = next((w for w in waves if key not in w[0]), None)
+        if wave is None:
+            wave = (set(), [])
+            waves.append(wave)
+        wave[0].add(key)
+        wave[1].append(i)
+    return [w[1] for w in waves]
+
+
+def gold_trajectories(
+    cases: Sequence[Case],
+    harness: Harness,
+    *,
+    mapping: Mapping | None = None,
+    faults: FaultConfig | None = None,
+    seed: int = 0,
+    reasoning: bool = True,
+) -> list[Trajectory]:
+    """Oracle trajectories for ``cases`` under ``harness``, in order.
+
+    Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
+    :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
+    ``seed``). ``mapping`` is taolive_v1 -> ``harness`` (default: the canonical
+    mapping; for an augmented harness pass
+    ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
+    gets the case's JSON-able records (:func:`annotate`).
+    """
+    binding = bind(harness, mapping)
+    backend = SimBackend(faults, seed=seed)
+    out: list[Trajectory | None] = [None] * len(cases)
+    for wave in _waves(cases, binding):
+        batch = [cases[i] for i in wave]
+        policy = OraclePolicy(batch, binding, reasoning=reasoning)
+        requests = [case_request(c, binding) for c in batch]
+        trajs = run_turns(harness, requests, policy, backend, seed=seed)
+        for i, case, traj in zip(wave, batch, trajs):
+            out[i] = annotate(traj, case, binding)
+    return out
