@@ -20,6 +20,7 @@ INSTALL_REQUIRES = [
     "tqdm==4.70.1",
     "pyyaml==6.0.4",
     "jaxtyping==0.3.11",
+    "tensorboardx==2.6.5",  # TensorBoard event files without TensorFlow
     "tensorflow-datasets==4.9.10",  # builders + data_source over ArrayRecord; no TF
     "numpy>=2.0,<3",
 ]
