@@ -1,0 +1,81 @@
+"""Pure loss functions: SFT cross-entropy and MTP, divergences, policy gradient.
+
+All are keyword-only pure functions over ``(logits, targets, mask)``-style arrays,
+compute log-probs in float32 and return ``(loss, metrics)``; alternatives are chosen
+by name from registries (``get_divergence("jsd(0.5)")``, ``get_advantage("gdpo")``).
+"""
+
+from hat_jax.losses.divergences import (
+    divergence_names,
+    forward_kl,
+    get_divergence,
+    jsd,
+    register_divergence,
+    reverse_kl,
+)
+from hat_jax.losses.policy import (
+    REPLY_SEGMENT,
+    TOOL_SEGMENT,
+    advantage_names,
+    check_segments,
+    dr_grpo,
+    gdpo,
+    get_advantage,
+    get_kl_estimator,
+    get_ratio,
+    grpo,
+    k1,
+    k2,
+    k3,
+    kl_estimator_names,
+    kl_penalty,
+    length_penalty,
+    policy_loss,
+    register_advantage,
+    register_kl_estimator,
+    register_ratio,
+    segment_advantages,
+    segment_masks,
+    sequence_ratio,
+    token_ratio,
+)
+from hat_jax.losses.registry import Registry, parse_name
+from hat_jax.losses.sft import cross_entropy, mtp_loss, token_logprobs
+
+__all__ = [
+    "REPLY_SEGMENT",
+    "TOOL_SEGMENT",
+    "Registry",
+    "advantage_names",
+    "check_segments",
+    "cross_entropy",
+    "divergence_names",
+    "dr_grpo",
+    "forward_kl",
+    "gdpo",
+    "get_advantage",
+    "get_divergence",
+    "get_kl_estimator",
+    "get_ratio",
+    "grpo",
+    "jsd",
+    "k1",
+    "k2",
+    "k3",
+    "kl_estimator_names",
+    "kl_penalty",
+    "length_penalty",
+    "mtp_loss",
+    "parse_name",
+    "policy_loss",
+    "register_advantage",
+    "register_divergence",
+    "register_kl_estimator",
+    "register_ratio",
+    "reverse_kl",
+    "segment_advantages",
+    "segment_masks",
+    "sequence_ratio",
+    "token_logprobs",
+    "token_ratio",
+]
