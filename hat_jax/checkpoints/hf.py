@@ -25,6 +25,7 @@ from hat_jax.checkpoints.mapping import (
     scatter_param,
 )
 from hat_jax.models import CausalLM, ModelConfig, abstract_model, family, load_config
+from hat_jax.models.lora import has_lora, merge_lora
 
 _NP_DTYPES = {
     "float32": np.float32,
@@ -149,8 +150,11 @@ def save_hf(
     """Writes a HF folder transformers and vLLM load as is.
 
     config.json, model-XXXXX-of-YYYYY.safetensors + model.safetensors.index.json,
-    generation_config.json and (given a tokenizer) its files.
+    generation_config.json and (given a tokenizer) its files. LoRA adapters, if
+    any, are merged into the base weights first.
     """
+    if has_lora(model):  # "merge on export": the HF tables know only base weights
+        model = merge_lora(model)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = model.config if dtype is None else model.config.replace(param_dtype=dtype)

@@ -9,6 +9,15 @@ from flax import nnx
 from hat_jax.models import llama, qwen3, qwen3_moe
 from hat_jax.models.config import ModelConfig, load_config
 from hat_jax.models.llama import CausalLM, DecoderOutput, KVCache
+from hat_jax.models.lora import (
+    LoRAConfig,
+    LoRAParam,
+    apply_lora,
+    frozen_filter,
+    has_lora,
+    merge_lora,
+    trainable_filter,
+)
 
 FAMILIES: dict[str, ModuleType] = {
     "llama": llama,
@@ -36,6 +45,13 @@ __all__ = [
     "CausalLM",
     "DecoderOutput",
     "KVCache",
+    "LoRAConfig",
+    "LoRAParam",
+    "apply_lora",
+    "frozen_filter",
+    "has_lora",
+    "merge_lora",
+    "trainable_filter",
     "ModelConfig",
     "abstract_model",
     "build_model",
