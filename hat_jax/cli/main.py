@@ -8,7 +8,7 @@ import sys
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from hat_jax.cli import assets_cmd, chat, convert, harness_cmd
+from hat_jax.cli import assets_cmd, chat, convert, harness_cmd, train_cmd
 
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
@@ -16,6 +16,7 @@ COMMANDS: dict[str, ModuleType] = {
     "chat": chat,
     "convert": convert,
     "harness": harness_cmd,
+    "train": train_cmd,
 }
 
 

@@ -1,0 +1,53 @@
+"""Train one HAT stage from a config file (`hat train STAGE`).
+
+Examples:
+  hat train sft --config=experiments/configs/sft_tiny.py:steps=200 \\
+      --workdir runs/sft_tiny --config.data.train=data/sft.jsonl
+  hat train sft --config=experiments/configs/sft_tiny.py --workdir runs/sft_tiny \\
+      --config.init_from=smollm2-135m-instruct --config.optim.lr=1e-4
+  hat train opd --config=experiments/configs/opd_tiny.py:steps=50 --workdir runs/opd \
+      --config.data.train=data/prompts.jsonl --config.init_from=runs/sft_tiny \
+      --config.init_teacher_from=smollm2-135m-instruct
+
+The workdir receives config.json, metrics.jsonl, tb/ (TensorBoard) and ckpt/; run
+the same command again to resume from its latest checkpoint (data order included).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from hat_jax.cli.config_flags import add_config_args
+
+# stage -> "module:function" of its runner `run(cfg, workdir, progress=...)`; imported
+# lazily so `hat --help` stays fast. RL lives in experiments (it needs the simulator).
+STAGES = {"sft": "hat_jax.train.sft:run_sft", "opd": "hat_jax.train.opd:run_opd"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("stage", choices=STAGES, help="which training stage to run")
+    p.add_argument("--workdir", required=True, help="run folder (created; resumed)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
+
+
+def run(args) -> int:
+    from hat_jax.cli.config_flags import ConfigError, load_config
+    from hat_jax.train.metrics import NonFiniteError
+
+    try:
+        cfg = load_config(args.config, getattr(args, "config_overrides", []))
+    except ConfigError as e:
+        print(f"hat train: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        module, fn = STAGES[args.stage].split(":")
+        runner = getattr(importlib.import_module(module), fn)
+        _, _, last = runner(cfg, args.workdir, progress=not args.no_progress)
+    except NonFiniteError as e:
+        print(f"hat train: error: {e}", file=sys.stderr)
+        return 1
+    loss = last.get("train/loss", float("nan"))
+    print(f"trained {cfg.train.steps} steps; last loss {loss:.4f} -> {args.workdir}")
+    return 0

@@ -1,0 +1,217 @@
+"""SFT data: trajectories -> shifted examples -> packed [B, T] batches.
+
+Each trajectory becomes `inputs = ids[:-1]`, `targets = ids[1:]`,
+`loss_mask = assistant_mask[1:]` (the shift happens per example, so no target ever
+crosses into the next packed example). Examples are packed next-fit into rows of
+`seq_len` in a shuffled order that depends only on `(seed, epoch)`; each row carries
+`segment_ids` (1, 2, ... per example, 0 on padding) and `positions` that restart at 0
+for every example, so `sft.packed_forward` keeps attention inside each example.
+
+The iterator's position is `(epoch, index)`; `restore` rebuilds that epoch's packing
+from the seed, so a resumed run sees exactly the batches an uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hat_jax.harness.tokens import trajectory_to_tokens
+from hat_jax.harness.trajectory import Trajectory
+from hat_jax.text.tokenizer import Tokenizer
+
+__all__ = [
+    "Example",
+    "PackedBatches",
+    "is_augmented",
+    "pack_rows",
+    "select_trajectories",
+    "tokenize",
+]
+
+BATCH_KEYS = ("inputs", "targets", "loss_mask", "segment_ids", "positions")
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    inputs: np.ndarray  # int32 [L]
+    targets: np.ndarray  # int32 [L]
+    loss_mask: np.ndarray  # bool [L]
+
+
+def is_augmented(traj: Trajectory) -> bool:
+    """True for an HSA trajectory (under an augmented harness).
+
+    `hat sim generate --ops/--family` writes `meta["hsa"]` with a `mapping` for a
+    valid augmented trajectory; a failed augmentation falls back to the gold
+    trajectory under the original harness and records only `problems`.
+    """
+    hsa = traj.meta.get("hsa")
+    return isinstance(hsa, dict) and "mapping" in hsa
+
+
+def select_trajectories(
+    trajs: Sequence[Trajectory], *, fixed_harness: bool
+) -> list[Trajectory]:
+    """The training set: all trajectories, or (fixed_harness) only unaugmented."""
+    if not fixed_harness:
+        return list(trajs)
+    return [t for t in trajs if not is_augmented(t)]
+
+
+def tokenize(
+    trajs: Sequence[Trajectory],
+    tokenizer: Tokenizer,
+    *,
+    seq_len: int,
+    fmt: str = "qwen_xml",
+    overlong: str = "drop",
+) -> tuple[list[Example], dict[str, int]]:
+    """Tokenises and shifts each trajectory.
+
+    Args:
+      trajs: the trajectories.
+      tokenizer: the model's tokenizer.
+      seq_len: row length T; an example holds at most T input tokens.
+      fmt: tool-call format the trajectories are rendered in.
+      overlong: "drop" examples longer than T, or "truncate" them to T (their
+        end, usually the final reply, is then lost).
+
+    Returns:
+      (examples, stats) with stats `examples`, `dropped`, `truncated`, `tokens`,
+      `loss_tokens`.
+    """
+    if overlong not in ("drop", "truncate"):
+        raise ValueError(f"overlong must be 'drop' or 'truncate', got {overlong!r}")
+    out, stats = [], {"examples": 0, "dropped": 0, "truncated": 0}
+    for traj in trajs:
+        ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        if len(ids) < 2:
+            stats["dropped"] += 1
+            continue
+        if len(ids) - 1 > seq_len:
+            if overlong == "drop":
+                stats["dropped"] += 1
+                continue
+            ids, mask = ids[: seq_len + 1], mask[: seq_len + 1]
+            stats["truncated"] += 1
+        out.append(Example(ids[:-1], ids[1:], mask[1:]))
+    stats["examples"] = len(out)
+    stats["tokens"] = int(sum(len(e.inputs) for e in out))
+    stats["loss_tokens"] = int(sum(e.loss_mask.sum() for e in out))
+    return out, stats
+
+
+def pack_rows(
+    examples: Sequence[Example], order: Sequence[int], seq_len: int, pad_id: int
+) -> dict[str, np.ndarray]:
+    """Packs examples, in `order`, next-fit into rows of length `seq_len`.
+
+    Returns:
+      arrays [R, T]: inputs, targets (int32), loss_mask (bool), segment_ids
+      (int32; 0 = padding) and positions (int32, restarting per example).
+    """
+    rows: list[list[int]] = []
+    used = seq_len + 1  # forces a new row for the first example
+    for i in order:
+        n = len(examples[i].inputs)
+        if used + n > seq_len:
+            rows.append([])
+            used = 0
+        rows[-1].append(i)
+        used += n
+    r = len(rows)
+    out = {
+        "inputs": np.full((r, seq_len), pad_id, np.int32),
+        "targets": np.full((r, seq_len), pad_id, np.int32),
+        "loss_mask": np.zeros((r, seq_len), bool),
+        "segment_ids": np.zeros((r, seq_len), np.int32),
+        "positions": np.zeros((r, seq_len), np.int32),
+    }
+    for row, members in enumerate(rows):
+        at = 0
+        for seg, i in enumerate(members, 1):
+            ex = examples[i]
+            n = len(ex.inputs)
+            out["inputs"][row, at : at + n] = ex.inputs
+            out["targets"][row, at : at + n] = ex.targets
+            out["loss_mask"][row, at : at + n] = ex.loss_mask
+            out["segment_ids"][row, at : at + n] = seg
+            out["positions"][row, at : at + n] = np.arange(n)
+            at += n
+    return out
+
+
+class PackedBatches:
+    """An endless, resumable iterator of packed [B, T] batches.
+
+    Epoch `e` shuffles the examples with `default_rng([seed, e])`, packs them and
+    cuts the rows into batches of `batch_size` (the last partial batch of an epoch
+    is dropped unless it is the only one, which is then padded with empty rows).
+    """
+
+    def __init__(
+        self,
+        examples: Sequence[Example],
+        *,
+        batch_size: int,
+        seq_len: int,
+        seed: int,
+        pad_id: int = 0,
+        shuffle: bool = True,
+    ):
+        if not examples:
+            raise ValueError("no training examples (all dropped or filtered out?)")
+        self.examples = list(examples)
+        self.batch_size, self.seq_len = batch_size, seq_len
+        self.seed, self.pad_id, self.shuffle = seed, pad_id, shuffle
+        self.epoch, self.index = 0, 0
+        self._rows: dict[str, np.ndarray] | None = None
+
+    def _epoch_rows(self) -> dict[str, np.ndarray]:
+        if self._rows is None:
+            order = np.arange(len(self.examples))
+            if self.shuffle:
+                order = np.random.default_rng([self.seed, self.epoch]).permutation(
+                    order
+                )
+            rows = pack_rows(self.examples, order, self.seq_len, self.pad_id)
+            short = self.batch_size - len(rows["inputs"])
+            if short > 0:  # fewer rows than one batch: pad with empty rows
+                rows = {
+                    k: np.concatenate([v, np.zeros((short, self.seq_len), v.dtype)])
+                    for k, v in rows.items()
+                }
+                rows["inputs"][-short:] = self.pad_id
+                rows["targets"][-short:] = self.pad_id
+            self._rows = rows
+        return self._rows
+
+    def batches_per_epoch(self) -> int:
+        return len(self._epoch_rows()["inputs"]) // self.batch_size
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, np.ndarray]:
+        if self.index >= self.batches_per_epoch():
+            self.epoch, self.index, self._rows = self.epoch + 1, 0, None
+        rows = self._epoch_rows()
+        lo = self.index * self.batch_size
+        self.index += 1
+        return {k: v[lo : lo + self.batch_size] for k, v in rows.items()}
+
+    def position(self) -> dict[str, Any]:
+        """JSON-serialisable position (saved in the checkpoint's `extra`)."""
+        return {"epoch": self.epoch, "index": self.index, "seed": self.seed}
+
+    def restore(self, pos: dict[str, Any]) -> None:
+        if int(pos.get("seed", self.seed)) != self.seed:
+            raise ValueError(
+                f"checkpoint's data seed {pos['seed']} differs from the config's "
+                f"{self.seed}: the data order would not match"
+            )
+        self.epoch, self.index, self._rows = int(pos["epoch"]), int(pos["index"]), None

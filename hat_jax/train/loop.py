@@ -1,0 +1,117 @@
+"""The training driver every stage shares: resume, step, log, checkpoint, stop.
+
+    state = restore_latest(ckpt) or init_fn()        # data position restored too
+    for step in start+1 .. steps:
+        state, m = step_fn(state, next(data), fold_in(state.rng, step))
+        check_finite(m)                              # NaN/inf: raise, keep last ckpt
+        log every log_every (metrics.jsonl, TensorBoard, tqdm); save every save_every
+
+`data` is any iterator with `position() -> dict` and `restore(dict)` (see
+`hat_jax.train.data.PackedBatches`); its position is saved in the checkpoint's
+`extra`, so a resumed run sees the same batches as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from tqdm.auto import tqdm
+
+from hat_jax.checkpoints.train_state import Checkpointer
+from hat_jax.train.metrics import MetricsWriter, check_finite
+
+__all__ = ["train"]
+
+
+def _trim_metrics(path: str, last_step: int) -> None:
+    # Rows logged after the checkpoint we resume from are logged again; drop them.
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        rows = [line for line in f if line.strip()]
+    keep = [r for r in rows if json.loads(r).get("step", 0) <= last_step]
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(keep)
+
+
+def train(
+    cfg,
+    *,
+    workdir: str | os.PathLike[str],
+    init_fn: Callable[[], Any],
+    data: Any,
+    step_fn: Callable[[Any, Any, jax.Array], tuple[Any, dict]],
+    tokens_per_batch: Callable[[Any], int] | None = None,
+    on_step: Callable[[int, Any], None] | None = None,
+    progress: bool = True,
+) -> tuple[Any, dict[str, float]]:
+    """Runs `cfg.train.steps` steps of `step_fn`, resuming from `workdir/ckpt`.
+
+    Args:
+      cfg: run config; uses train.steps, train.save_every, train.keep,
+        train.log_every.
+      workdir: run folder (ckpt/, metrics.jsonl, tb/).
+      init_fn: builds a fresh state (also the restore template).
+      data: resumable batch iterator (`position()`, `restore(pos)`).
+      step_fn: jitted `(state, batch, rng) -> (state, metrics)`.
+      tokens_per_batch: counts a batch's tokens for tokens/s (default: the size
+        of `batch["inputs"]`).
+      on_step: called after each step (and its save) with `(step, state)`.
+      progress: show a tqdm bar.
+
+    Returns:
+      (final state, the last step's metrics as host floats).
+
+    Raises:
+      NonFiniteError: a loss or grad norm became NaN/inf (nothing is saved for
+        that step; the newest checkpoint is the last good one).
+    """
+    t = cfg.train
+    workdir = os.fspath(workdir)
+    steps, log_every = int(t.steps), max(int(t.log_every), 1)
+    count = tokens_per_batch or (lambda b: int(np.size(b["inputs"])))
+    state, start = init_fn(), 0
+    last: dict[str, float] = {}
+    with Checkpointer(
+        os.path.join(workdir, "ckpt"), save_every=int(t.save_every), keep=int(t.keep)
+    ) as ckpt:
+        restored = ckpt.restore_latest(state)
+        if restored is not None:
+            state, extra, start = restored
+            data.restore(extra["data"])
+            _trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
+        with (
+            MetricsWriter(workdir) as writer,
+            tqdm(total=steps, initial=start, disable=not progress, unit="step") as bar,
+        ):
+            tokens, t0 = 0, time.perf_counter()
+            for step in range(start + 1, steps + 1):
+                batch = next(data)
+                rng = jax.random.fold_in(state.rng, step)
+                state, metrics = step_fn(state, batch, rng)
+                metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                check_finite(step, metrics)
+                tokens += count(batch)
+                if step % log_every == 0 or step == steps:
+                    dt = max(time.perf_counter() - t0, 1e-9)
+                    metrics["train/tokens_per_s"] = tokens / dt
+                    writer.write(step, metrics)
+                    bar.set_postfix(
+                        loss=f"{metrics['train/loss']:.4f}",
+                        tok_s=f"{metrics['train/tokens_per_s']:.0f}",
+                    )
+                    tokens, t0 = 0, time.perf_counter()
+                last = metrics
+                ckpt.maybe_save(
+                    step, state, extra={"data": data.position()}, force=step == steps
+                )
+                bar.update(1)
+                if on_step is not None:
+                    on_step(step, state)
+    return state, last

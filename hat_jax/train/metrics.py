@@ -1,0 +1,93 @@
+"""Run outputs: `metrics.jsonl`, TensorBoard event files, and the NaN/inf check.
+
+`metrics.jsonl` holds one JSON object per logged step, e.g.
+`{"step": 10, "train/loss": 2.31, "train/lr": 0.001, "train/tokens_per_s": 812.0}`.
+TensorBoard files are written with tensorboardX (no TensorFlow) when it is
+installed; without it the run goes on with a one-time notice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MetricsWriter", "NonFiniteError", "check_finite"]
+
+
+class NonFiniteError(FloatingPointError):
+    """A loss or gradient norm became NaN or inf."""
+
+
+def check_finite(step: int, metrics: Mapping[str, float], keys=None) -> None:
+    """Raises NonFiniteError naming the step and the first non-finite metric.
+
+    Args:
+      step: the step the metrics belong to.
+      metrics: host floats.
+      keys: which metrics to check (default: every `*loss*` and `*grad_norm*`).
+    """
+    for k in sorted(metrics):
+        if keys is None and "loss" not in k and "grad_norm" not in k:
+            continue
+        if keys is not None and k not in keys:
+            continue
+        v = float(metrics[k])
+        if not math.isfinite(v):
+            raise NonFiniteError(
+                f"step {step}: {k} is {v}; stopping (the last good checkpoint is "
+                "kept; lower the learning rate or check the data)"
+            )
+
+
+def _summary_writer(logdir: str):
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        print(
+            "note: tensorboardX is not installed, so no TensorBoard event files are "
+            "written (pip install tensorboardX==2.6.5); metrics.jsonl is complete.",
+            file=sys.stderr,
+        )
+        return None
+    return SummaryWriter(logdir)
+
+
+class MetricsWriter:
+    """Appends metrics to `<workdir>/metrics.jsonl` and TensorBoard event files."""
+
+    def __init__(self, workdir: str | os.PathLike[str], *, tensorboard: bool = True):
+        os.makedirs(workdir, exist_ok=True)
+        self.path = os.path.join(workdir, "metrics.jsonl")
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._tb = _summary_writer(os.path.join(workdir, "tb")) if tensorboard else None
+
+    def write(self, step: int, metrics: Mapping[str, Any]) -> None:
+        row = {"step": int(step)}
+        row.update({k: float(v) for k, v in metrics.items()})
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            for k, v in row.items():
+                if k != "step":
+                    self._tb.add_scalar(k, v, global_step=int(step))
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+
+    def __enter__(self) -> MetricsWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, float]]:
+    """The rows of a `metrics.jsonl` file."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,203 @@
+"""Stage 1, HSA-SFT: masked next-token cross-entropy over packed trajectories.
+
+    batch [B, T] -> (A micro-batches of [B/A, T]) -> packed_forward -> CE on the
+    assistant tokens -> token-weighted mean of the micro-batch grads -> AdamW
+
+`sft_train_step` is pure; `jit_sft_step` jits it with the state donated. The loss is
+`hat_jax.losses.sft.cross_entropy`; the MTP term and LoRA come later through the
+`trainable` filter of `init_state` and an extra loss term here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+from flax import nnx
+from jaxtyping import Array, Float, Int
+
+from hat_jax.losses.sft import cross_entropy
+from hat_jax.models.layers import rope_tables
+from hat_jax.models.llama import CausalLM
+from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
+
+__all__ = ["jit_sft_step", "packed_forward", "run_sft", "sft_loss", "sft_train_step"]
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def document_mask(segment_ids: Int[Array, "B T"]) -> jax.Array:
+    """[B, T, T] keys each query may see: causal and inside its own example.
+
+    Padding (segment 0) attends to earlier padding only, so no row is empty.
+    """
+    t = segment_ids.shape[1]
+    idx = jnp.arange(t)
+    causal = idx[None, :] <= idx[:, None]  # [T, T]
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # [B, T, T]
+    return causal[None] & same
+
+
+def packed_forward(
+    model: CausalLM,
+    tokens: Int[Array, "B T"],
+    positions: Int[Array, "B T"],
+    segment_ids: Int[Array, "B T"],
+) -> Float[Array, "B T V"]:
+    """Logits of a packed batch, with attention kept inside each example.
+
+    `CausalLM.forward` takes a padding mask but no segment ids, so this runs the
+    model's own parts (embedding, layers, final norm, head) with a document mask;
+    each example's logits equal those of running it alone (tested).
+    """
+    allowed = document_mask(segment_ids)
+    cos, sin = rope_tables(positions, model.config)
+    x = model.embed_tokens(tokens)  # [B, T, D]
+    for layer in model.layers:
+        x, _, _ = layer(x, cos, sin, allowed, positions, None)
+    return model.logits(model.norm(x))
+
+
+def _cast_floats(tree, dtype):
+    return jax.tree.map(
+        lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x,
+        tree,
+    )
+
+
+def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
+    """Mean CE over the batch's loss tokens; params may be cast to bf16 here."""
+    dtype = DTYPES[cfg.compute_dtype]
+    if dtype != jnp.float32:  # bf16 compute; the fp32 master params get fp32 grads
+        params, frozen = _cast_floats(params, dtype), _cast_floats(frozen, dtype)
+    model = nnx.merge(graphdef, params, frozen)
+    logits = packed_forward(
+        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    )
+    loss, metrics = cross_entropy(
+        logits=logits, targets=batch["targets"], mask=batch["loss_mask"]
+    )
+    # Hook: the MTP loss term (weight cfg.mtp_weight) is added here later.
+    return loss, metrics
+
+
+def sft_train_step(
+    state: TrainState, batch: dict, rng: jax.Array, *, graphdef, cfg
+) -> tuple[TrainState, dict[str, jax.Array]]:
+    """One optimiser update over `cfg.grad_accum` micro-batches.
+
+    Args:
+      state: the train state.
+      batch: packed arrays [B, T] (`hat_jax.train.data.BATCH_KEYS`).
+      rng: this step's key (unused by SFT; kept for the common signature).
+      graphdef: the model's static graph.
+      cfg: the run config (uses compute_dtype, grad_accum and optim).
+
+    Returns:
+      (new state, flat metrics): train/loss, train/accuracy, train/grad_norm,
+      train/param_norm, train/update_norm, train/lr, train/loss_tokens.
+    """
+    del rng
+    accum = int(cfg.grad_accum)
+    b = batch["inputs"].shape[0]
+    if b % accum:
+        raise ValueError(f"batch size {b} is not divisible by grad_accum {accum}")
+    micro = jax.tree.map(lambda x: x.reshape(accum, b // accum, *x.shape[1:]), batch)
+    counts = micro["loss_mask"].reshape(accum, -1).sum(-1).astype(jnp.float32)
+    weights = counts / jnp.maximum(counts.sum(), 1.0)  # token-weighted mean over A
+    grad_fn = jax.value_and_grad(
+        functools.partial(sft_loss, graphdef=graphdef, cfg=cfg), has_aux=True
+    )
+
+    def body(carry, xs):
+        mb, w = xs
+        (loss, m), g = grad_fn(state.params, state.frozen, mb)
+        grads, loss_sum, acc_sum = carry
+        grads = jax.tree.map(lambda a, x: a + w * x, grads, g)
+        return (grads, loss_sum + w * loss, acc_sum + w * m["accuracy"]), None
+
+    zero = jax.tree.map(jnp.zeros_like, state.params)
+    init = (zero, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
+    (grads, loss, acc), _ = jax.lax.scan(body, init, (micro, weights))
+
+    tx = make_optimizer(cfg.optim)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = jax.tree.map(lambda p, u: p + u, state.params, updates)
+    metrics = {
+        "train/loss": loss,
+        "train/accuracy": acc,
+        "train/grad_norm": tree_norm(grads),
+        "train/param_norm": tree_norm(params),
+        "train/update_norm": tree_norm(updates),
+        "train/lr": make_schedule(cfg.optim)(state.step),
+        "train/loss_tokens": counts.sum(),
+    }
+    new = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+    return new, metrics
+
+
+def jit_sft_step(graphdef, cfg: ml_collections.ConfigDict):
+    """`sft_train_step` jitted for this graphdef and config, the state donated."""
+    return jax.jit(
+        functools.partial(sft_train_step, graphdef=graphdef, cfg=cfg),
+        donate_argnums=(0,),
+    )
+
+
+def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
+    """Builds data, model and state from `cfg` and trains (`hat train sft`).
+
+    Writes `config.json` (with the model's actual config) into `workdir`.
+
+    Returns:
+      (final state, graphdef, last metrics).
+    """
+    from hat_jax.harness.tokens import read_jsonl
+    from hat_jax.train import build, data
+    from hat_jax.train.loop import train
+    from hat_jax.train.state import init_state
+
+    tokenizer = build.load_tokenizer(cfg.tokenizer)
+    trajs = data.select_trajectories(
+        read_jsonl(cfg.data.train), fixed_harness=bool(cfg.data.fixed_harness)
+    )
+    examples, stats = data.tokenize(
+        trajs,
+        tokenizer,
+        seq_len=int(cfg.seq_len),
+        fmt=cfg.data.fmt,
+        overlong=cfg.data.overlong,
+    )
+    batches = data.PackedBatches(
+        examples,
+        batch_size=int(cfg.batch_size),
+        seq_len=int(cfg.seq_len),
+        seed=int(cfg.seed),
+        pad_id=tokenizer.pad_id,
+    )
+    model, mcfg = build.make_model(cfg)
+    os.makedirs(workdir, exist_ok=True)
+    record = cfg.to_dict()
+    record["model"] = dataclasses.asdict(mcfg)
+    record["data_stats"] = stats
+    with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=2)
+    graphdef, state0 = init_state(model, make_optimizer(cfg.optim), seed=int(cfg.seed))
+    del model
+    step_fn = jit_sft_step(graphdef, cfg)
+
+    state, last = train(
+        cfg,
+        workdir=workdir,
+        init_fn=lambda: state0,  # also the restore template
+        data=batches,
+        step_fn=step_fn,
+        tokens_per_batch=lambda b: int((b["segment_ids"] > 0).sum()),  # no padding
+        **train_kw,
+    )
+    return state, graphdef, last

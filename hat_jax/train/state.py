@@ -1,0 +1,121 @@
+"""Train state (a pytree dataclass) and the optimiser built from a config.
+
+The model is split once with `nnx.split(model, trainable, ...)`: the graphdef stays
+outside the state (static, passed to the jitted step as a keyword), the trainable
+params are optimised, and whatever the `trainable` filter leaves out is carried in
+`frozen` unchanged (empty for full fine-tuning; the frozen base weights under LoRA).
+
+Gradient accumulation is an explicit micro-batch `lax.scan` inside the jitted step
+(`hat_jax.train.sft`), not `optax.MultiSteps`: the optimiser updates once per step,
+`step` counts optimiser updates, and the schedule and metrics need no bookkeeping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx, struct
+
+__all__ = ["TrainState", "init_state", "make_optimizer", "make_schedule", "tree_norm"]
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a step reads and writes; the graphdef is kept outside.
+
+    Attributes:
+      step: optimiser updates done, int32 scalar.
+      params: the trainable variables (`nnx.State`), float32 master copies.
+      frozen: variables the optimiser does not touch (`nnx.State`, maybe empty).
+      opt_state: optax state of `params`.
+      rng: base PRNG key (raw uint32[2]); step `s` uses `fold_in(rng, s)`.
+    """
+
+    step: jax.Array
+    params: Any
+    frozen: Any
+    opt_state: Any
+    rng: jax.Array
+
+
+def make_schedule(optim) -> optax.Schedule:
+    """Linear warmup to `lr`, cosine decay to `lr * end_lr_frac` at `total_steps`."""
+    warmup = int(optim.warmup_steps)
+    total = max(int(optim.total_steps), warmup + 1)
+    return optax.warmup_cosine_decay_schedule(
+        init_value=0.0 if warmup else float(optim.lr),
+        peak_value=float(optim.lr),
+        warmup_steps=warmup,
+        decay_steps=total,
+        end_value=float(optim.lr) * float(optim.end_lr_frac),
+    )
+
+
+def _decay_mask(params):
+    # Weight decay on matrices only; norms' scales and biases are left alone.
+    return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
+
+
+def make_optimizer(optim) -> optax.GradientTransformation:
+    """Global-norm clipping, then AdamW on the warmup-cosine schedule.
+
+    Args:
+      optim: config group with lr, b1, b2, eps, weight_decay, warmup_steps,
+        total_steps, end_lr_frac, clip_norm (0 disables clipping).
+    """
+    parts = []
+    if float(optim.clip_norm) > 0:
+        parts.append(optax.clip_by_global_norm(float(optim.clip_norm)))
+    parts.append(
+        optax.adamw(
+            make_schedule(optim),
+            b1=float(optim.b1),
+            b2=float(optim.b2),
+            eps=float(optim.eps),
+            weight_decay=float(optim.weight_decay),
+            mask=_decay_mask,
+        )
+    )
+    return optax.chain(*parts)
+
+
+def init_state(
+    model: nnx.Module,
+    optimizer: optax.GradientTransformation,
+    *,
+    seed: int,
+    trainable: Any = nnx.Param,
+) -> tuple[nnx.GraphDef, TrainState]:
+    """Splits `model` once and builds the initial state.
+
+    Args:
+      model: the NNX model (float32 params).
+      optimizer: from `make_optimizer`.
+      seed: seeds the state's base key.
+      trainable: an `nnx` filter choosing what the optimiser updates (the LoRA
+        hook: pass a filter for the adapter params; the rest goes to `frozen`).
+
+    Returns:
+      (graphdef, state); `nnx.merge(graphdef, state.params, state.frozen)` gives the
+      model back.
+    """
+    graphdef, params, frozen = nnx.split(model, trainable, ...)
+    state = TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        frozen=frozen,
+        opt_state=optimizer.init(params),
+        rng=jax.random.PRNGKey(seed),
+    )
+    return graphdef, state
+
+
+def tree_norm(tree) -> jax.Array:
+    """Global L2 norm of a pytree's leaves, in float32."""
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        return jnp.zeros((), jnp.float32)
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in leaves))

@@ -1,0 +1,131 @@
+"""SFT step: packed attention, accumulation, bf16 compute, memorisation."""
+
+import copy
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import CONFIG, tiny_overrides
+from flax import nnx
+
+from hat_jax.cli.config_flags import load_config
+from hat_jax.harness.tokens import read_jsonl
+from hat_jax.train import build
+from hat_jax.train.data import PackedBatches, tokenize
+from hat_jax.train.sft import jit_sft_step, packed_forward, run_sft
+from hat_jax.train.state import init_state, make_optimizer
+
+
+def _cfg(memo_jsonl, memo_tokenizer, arg="", **kw):
+    folder, vocab = memo_tokenizer
+    kw.setdefault("model.num_hidden_layers", 1)  # compiles faster; attention is there
+    return load_config(
+        f"{CONFIG}:{arg}", tiny_overrides(memo_jsonl, folder, vocab, **kw)
+    )
+
+
+def _batch(cfg, memo_jsonl, memo_tokenizer):
+    tok = build.load_tokenizer(str(memo_tokenizer[0]))
+    examples, _ = tokenize(read_jsonl(memo_jsonl), tok, seq_len=cfg.seq_len)
+    data = PackedBatches(
+        examples, batch_size=cfg.batch_size, seq_len=cfg.seq_len, seed=0
+    )
+    return next(data)
+
+
+def test_packed_forward_equals_each_example_alone(memo_jsonl, memo_tokenizer):
+    cfg = _cfg(memo_jsonl, memo_tokenizer, "seq_len=64,batch_size=2")
+    batch = _batch(cfg, memo_jsonl, memo_tokenizer)
+    model, _ = build.make_model(cfg)
+    packed = packed_forward(
+        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    )
+    # The same examples one per row, right-padded, through the model's own forward.
+    where = [
+        (r, np.flatnonzero(batch["segment_ids"][r] == s))
+        for r in range(2)
+        for s in range(1, batch["segment_ids"][r].max() + 1)
+    ]
+    assert len(where) >= 4  # rows hold several examples each
+    alone = np.zeros((len(where), 64), np.int32)
+    real = np.zeros((len(where), 64), bool)
+    for i, (r, at) in enumerate(where):
+        alone[i, : len(at)], real[i, : len(at)] = batch["inputs"][r, at], True
+    logits = model(jnp.asarray(alone), mask=jnp.asarray(real))
+    for i, (r, at) in enumerate(where):
+        np.testing.assert_allclose(
+            packed[r, at], logits[i, : len(at)], atol=1e-5, rtol=1e-5
+        )
+
+
+@pytest.fixture(scope="module")
+def fp32_step(memo_jsonl, memo_tokenizer):
+    cfg = _cfg(memo_jsonl, memo_tokenizer, "seq_len=64,batch_size=4")
+    batch = _batch(cfg, memo_jsonl, memo_tokenizer)
+    return cfg, batch, *_one_step(cfg, batch)
+
+
+def _one_step(cfg, batch):
+    model, _ = build.make_model(cfg)
+    graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=0)
+    step = jit_sft_step(graphdef, cfg)
+    return step(state, batch, jax.random.PRNGKey(0))
+
+
+def test_grad_accumulation_matches_one_big_batch(fp32_step):
+    cfg, batch, s1, m1 = fp32_step
+    cfg = copy.deepcopy(cfg)
+    cfg.grad_accum = 2
+    s2, m2 = _one_step(cfg, batch)
+    for k in ("train/loss", "train/grad_norm", "train/loss_tokens"):
+        np.testing.assert_allclose(m1[k], m2[k], rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s2.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_compute_keeps_fp32_master_params(fp32_step):
+    cfg, batch, _, m32 = fp32_step
+    cfg = copy.deepcopy(cfg)
+    cfg.compute_dtype = "bfloat16"
+    state, m16 = _one_step(cfg, batch)
+    assert {x.dtype for x in jax.tree.leaves(state.params)} == {jnp.dtype("float32")}
+    assert np.isfinite(m16["train/loss"])
+    np.testing.assert_allclose(m16["train/loss"], m32["train/loss"], rtol=2e-2)
+    assert m16["train/loss"] != m32["train/loss"]  # the compute really was bf16
+
+
+def test_memorises_20_examples(memo_jsonl, memo_tokenizer, tmp_path, steps=250):
+    # 20 examples pack into 10 rows of 64: each step sees all of them, in 2
+    # accumulated micro-batches.
+    cfg = _cfg(
+        memo_jsonl,
+        memo_tokenizer,
+        f"steps={steps},seq_len=64,batch_size=10,lr=3e-3",
+        **{
+            "grad_accum": 2,
+            "model.num_hidden_layers": 2,
+            "optim.weight_decay": 0.0,
+            "train.save_every": 1000,
+            "train.log_every": 10,
+            "model.hidden_size": 64,
+            "model.intermediate_size": 128,
+            "model.head_dim": 16,
+        },
+    )
+    _, _, last = run_sft(cfg, tmp_path, progress=False)
+    assert last["train/loss"] < 0.05, last
+    stats = json.loads((tmp_path / "config.json").read_text())["data_stats"]
+    assert stats["examples"] == 20
+    assert last["train/loss_tokens"] == stats["loss_tokens"]  # all 20 in the batch
+
+
+def test_init_from_a_workdir_chains_stages(memo_jsonl, memo_tokenizer, tmp_path):
+    cfg = _cfg(memo_jsonl, memo_tokenizer, "steps=2,seq_len=64,batch_size=2")
+    state, _, _ = run_sft(cfg, tmp_path / "stage1", progress=False)
+    nxt = _cfg(memo_jsonl, memo_tokenizer, "seq_len=64", init_from=tmp_path / "stage1")
+    model, _ = build.make_model(nxt)
+    params = nnx.state(model, nnx.Param)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(state.params)):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
