@@ -33,6 +33,7 @@ chat: $(STAMP) assets
 bench: $(STAMP) assets
 	$(BIN)/python benchmarks/decode.py
 	$(BIN)/python benchmarks/sim_throughput.py
+	$(BIN)/python benchmarks/train_step.py --grad-accum 4
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
