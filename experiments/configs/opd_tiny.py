@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ml_collections
 
+from experiments.configs import sft_tiny
 from hat_jax.cli.config_flags import parse_arg_string
 
 DEFAULTS = {
@@ -46,22 +47,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.init_from = ""  # the student: a workdir, HF folder, .gguf or asset name
     c.init_teacher_from = ""  # the frozen teacher; "" = a copy of the student
     c.tokenizer = "smollm2-135m-instruct"
-    c.model = ml_collections.ConfigDict(  # used only when init_from is ""
-        {
-            "model_type": "qwen3",
-            "vocab_size": 49152,
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 16,
-            "max_position_embeddings": 4096,
-            "rope_theta": 10000.0,
-            "tie_word_embeddings": True,
-            "dtype": "float32",
-        }
-    )
+    c.model = sft_tiny.tiny_model()  # used only when init_from is ""
     c.data = ml_collections.ConfigDict(
         {
             "train": a.data,

@@ -35,14 +35,9 @@ DEFAULTS = {
 }
 
 
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    a = parse_arg_string(arg, DEFAULTS)
-    c = ml_collections.ConfigDict()
-    c.stage = "sft"
-    c.seed = 0
-    c.init_from = ""  # a workdir, HF folder, .gguf or asset name; "" = from scratch
-    c.tokenizer = "smollm2-135m-instruct"
-    c.model = ml_collections.ConfigDict(
+def tiny_model() -> ml_collections.ConfigDict:
+    """The 2-layer Qwen3 built from scratch (SmolLM2's vocabulary), shared by OPD."""
+    return ml_collections.ConfigDict(
         {
             "model_type": "qwen3",
             "vocab_size": 49152,
@@ -57,6 +52,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "tie_word_embeddings": True,
         }
     )
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    a = parse_arg_string(arg, DEFAULTS)
+    c = ml_collections.ConfigDict()
+    c.stage = "sft"
+    c.seed = 0
+    c.init_from = ""  # a workdir, HF folder, .gguf or asset name; "" = from scratch
+    c.tokenizer = "smollm2-135m-instruct"
+    c.model = tiny_model()
     c.data = ml_collections.ConfigDict(
         {
             "train": a.data,
