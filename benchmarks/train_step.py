@@ -62,6 +62,8 @@ from flax import nnx
 from hat_jax import assets
 from hat_jax.checkpoints.gguf import load_gguf
 from hat_jax.losses.sft import cross_entropy
+from hat_jax.models.attention_ops import fused_attention
+from hat_jax.models.layers import dot_product_attention
 from hat_jax.train.sft import jit_sft_step, sft_loss
 from hat_jax.train.state import init_state, make_optimizer
 
@@ -90,11 +92,13 @@ def _batch(b: int, t: int, vocab: int, seed: int = 0) -> dict[str, np.ndarray]:
     }
 
 
-def _ours(model, batch, compute_dtype="float32", grad_accum=1):
+def _ours(model, batch, compute_dtype="float32", grad_accum=1, remat=False):
     cfg = ml_collections.ConfigDict(
         {
             "grad_accum": grad_accum,
             "compute_dtype": compute_dtype,
+            "remat": remat,
+            "loss_chunk": 512,
             "optim": ml_collections.ConfigDict(OPTIM),
         }
     )
@@ -175,6 +179,21 @@ def _breakdown(box, graphdef, cfg, batch, model_cfg, reps: int) -> dict:
         return cross_entropy(logits=logits, targets=tg, mask=mk)[0]
 
     head = jax.jit(jax.value_and_grad(head_ce, argnums=(0, 1)))
+    mb = b // int(cfg.grad_accum)  # the step runs micro-batches of this many rows
+    n, kv, hd = (
+        model_cfg.num_attention_heads,
+        model_cfg.num_key_value_heads,
+        model_cfg.head_dim,
+    )
+    ks = jax.random.split(jax.random.PRNGKey(4), 2)
+    q = jax.random.normal(ks[0], (mb, t, n, hd), jnp.float32)
+    kk = jax.random.normal(ks[1], (mb, t, kv, hd), jnp.float32)
+    allowed = jnp.broadcast_to(jnp.tril(jnp.ones((t, t), bool)), (mb, t, t))
+
+    def attn_grad(fn):
+        g = jax.jit(jax.grad(lambda q, k: jnp.sum(fn(q, k, k, allowed)), (0, 1)))
+        return lambda: jax.block_until_ready(g(q, kk))
+
     tx = make_optimizer(cfg.optim)
     opt_only = jax.jit(
         lambda p, o: optax.apply_updates(p, tx.update(p, o, p)[0]),
@@ -188,6 +207,9 @@ def _breakdown(box, graphdef, cfg, batch, model_cfg, reps: int) -> dict:
         "optimizer_update": lambda: jax.block_until_ready(
             opt_only(params, box["state"].opt_state)
         ),
+        # one layer's attention core, fwd + bwd, on one micro-batch
+        "attn_fused_1layer": attn_grad(fused_attention),
+        "attn_plain_1layer": attn_grad(dot_product_attention),
     }
     out = {}
     for name, fn in parts.items():
@@ -213,6 +235,9 @@ def main() -> None:
         default=1,
         help="our step's micro-batches (same tokens/step; bounds activation memory)",
     )
+    ap.add_argument(
+        "--remat", action="store_true", help="our step recomputes layers (memory)"
+    )
     ap.add_argument("--breakdown", action="store_true")
     ap.add_argument("--out", default="benchmarks/results/train_step.json")
     args = ap.parse_args()
@@ -232,7 +257,7 @@ def main() -> None:
     box = graphdef = cfg = dev_batch = None
     if "ours" in wanted:
         run, box, graphdef, cfg, dev_batch = _ours(
-            model, batch, grad_accum=args.grad_accum
+            model, batch, grad_accum=args.grad_accum, remat=args.remat
         )
         systems["jax fp32 (ours)"], frameworks["jax fp32 (ours)"] = run, "jax"
     if "ours_bf16" in wanted:

@@ -48,6 +48,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.init_teacher_from = ""  # the frozen teacher; "" = a copy of the student
     c.tokenizer = "smollm2-135m-instruct"
     c.model = sft_tiny.tiny_model()  # used only when init_from is ""
+    c.lora = sft_tiny.lora_block()  # rank 0 = off; adapters on the student only
     c.data = ml_collections.ConfigDict(
         {
             "train": a.data,

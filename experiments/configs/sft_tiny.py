@@ -5,8 +5,8 @@ read from the GGUF's metadata without its tensors): Qwen3.6's vocabulary (248,07
 would make the embedding and logits 5x larger for no gain at this size. The data is
 a trajectory JSONL from `hat sim generate`.
 
-Launch (on 2 CPU cores about 10-15 s a step at batch 1 x 3,072 tokens, ~200 real
-tokens/s: the [T, V] logits and the T x T attention dominate; 100 steps ~ 20 min)::
+Launch (on 2 CPU cores about 1.5 s a step at batch 1 x 3,072 tokens, measured
+quiet; the T x T attention and the [T, V] LM head dominate)::
 
     hat sim generate --harness taolive_v1 --n 200 --out data/sft.jsonl
     hat train sft --config=experiments/configs/sft_tiny.py:steps=100 \\
@@ -16,6 +16,7 @@ Sim trajectories are 1,800-2,900 SmolLM2 tokens, hence seq_len 3,072 (longer one
 are dropped; `data.overlong="truncate"` keeps their start instead).
 
 Arguments (`:k=v,...`): steps, batch_size, seq_len, lr, fixed_harness, data.
+LoRA: `--config.lora.rank=16`; an MTP head: `--config.model.mtp_num_hidden_layers=1`.
 Feeds no paper table on its own: it is the smoke-test scale of the SFT stage.
 """
 
@@ -50,6 +51,33 @@ def tiny_model() -> ml_collections.ConfigDict:
             "max_position_embeddings": 4096,
             "rope_theta": 10000.0,
             "tie_word_embeddings": True,
+            # MTP head (Qwen3.5-style `mtp.*`, hat_jax.models.mtp): its decoder
+            # layers; 0 = none. 1 adds a head trained with weight `mtp_weight`.
+            "mtp_num_hidden_layers": 0,
+        }
+    )
+
+
+def lora_block() -> ml_collections.ConfigDict:
+    """LoRA adapters (hat_jax.models.lora), off by default; shared by OPD.
+
+    rank > 0 wraps `target_modules` of every decoder layer in adapters and trains
+    only them (plus the MTP head when `mtp_weight` > 0); exports merge them.
+    """
+    return ml_collections.ConfigDict(
+        {
+            "rank": 0,  # 0 = off (full fine-tuning); e.g. 16
+            "alpha": 32.0,  # the delta is scaled by alpha / rank
+            "target_modules": (
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ),
+            "dropout": 0.0,  # must be 0: the jitted steps carry no dropout RNG
         }
     )
 
@@ -62,6 +90,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.init_from = ""  # a workdir, HF folder, .gguf or asset name; "" = from scratch
     c.tokenizer = "smollm2-135m-instruct"
     c.model = tiny_model()
+    c.lora = lora_block()
+    # Weight of the MTP loss (position t predicts token t + 2) added to the CE;
+    # used only when the model has an MTP head (model.mtp_num_hidden_layers > 0,
+    # or an init_from checkpoint that carries one).
+    c.mtp_weight = 0.3
     c.data = ml_collections.ConfigDict(
         {
             "train": a.data,
@@ -73,6 +106,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.batch_size = a.batch_size
     c.seq_len = a.seq_len
     c.grad_accum = 1  # micro-batches per step (divides batch_size)
+    c.loss_chunk = 512  # rows of the LM head + CE at a time (bounds [rows, V] logits)
+    c.remat = False  # recompute each layer in the backward pass (less memory)
     # "bfloat16": bf16 matmuls (params cast in the loss), fp32 master params and
     # optimiser state. Keep float32 on CPU: XLA runs bf16 matmuls slower there.
     c.compute_dtype = "float32"

@@ -26,6 +26,7 @@ from hat_jax.checkpoints.mapping import (
 )
 from hat_jax.models import CausalLM, ModelConfig, abstract_model, family, load_config
 from hat_jax.models.lora import has_lora, merge_lora
+from hat_jax.models.mtp import hf_weights as mtp_hf_weights
 
 _NP_DTYPES = {
     "float32": np.float32,
@@ -88,8 +89,17 @@ class TensorSource:
         return t[:half] if which == "gate" else t[half:]
 
     def unused(self) -> list[str]:
-        # MTP tensors belong to the MTP module, loaded by the models that have one.
+        # MTP tensors belong to the MTP head: a model built without one (config
+        # mtp_num_hidden_layers = 0) loads the trunk alone.
         return sorted(n for n in self.names() - self.read if not n.startswith("mtp."))
+
+
+def weight_rules(cfg: ModelConfig):
+    """The family's weight table plus the MTP head's (`mtp.*`) when it has one."""
+    table = list(family(cfg).HF_WEIGHTS)
+    if cfg.mtp_num_hidden_layers:
+        table += mtp_hf_weights(table)
+    return compile_table(table)
 
 
 def load_params(model: CausalLM, source) -> CausalLM:
@@ -98,7 +108,7 @@ def load_params(model: CausalLM, source) -> CausalLM:
     `source` has `get(hf_name) -> np.ndarray | None` and `unused() -> list[str]`.
     """
     cfg = model.config
-    rules = compile_table(family(cfg).HF_WEIGHTS)
+    rules = weight_rules(cfg)
     graphdef, state = nnx.split(model)
     flat = nnx.to_flat_state(state)
     leaves = []
@@ -126,7 +136,7 @@ def load_hf(folder: str | Path, **overrides) -> tuple[CausalLM, ModelConfig]:
 def model_tensors(model: CausalLM, dtype: str | None = None) -> dict[str, np.ndarray]:
     """Our parameters as HF-named numpy tensors."""
     cfg = model.config
-    rules = compile_table(family(cfg).HF_WEIGHTS)
+    rules = weight_rules(cfg)
     out: dict[str, np.ndarray] = {}
     for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
         value = np.asarray(var[...])

@@ -18,6 +18,7 @@ from hat_jax.models.lora import (
     merge_lora,
     trainable_filter,
 )
+from hat_jax.models.mtp import MTP, mtp_logits
 
 FAMILIES: dict[str, ModuleType] = {
     "llama": llama,
@@ -47,10 +48,12 @@ __all__ = [
     "KVCache",
     "LoRAConfig",
     "LoRAParam",
+    "MTP",
     "apply_lora",
     "frozen_filter",
     "has_lora",
     "merge_lora",
+    "mtp_logits",
     "trainable_filter",
     "ModelConfig",
     "abstract_model",

@@ -48,6 +48,8 @@ class ModelConfig:
     decoder_sparse_step: int = 1
     mlp_only_layers: tuple[int, ...] = ()
     router_aux_loss_coef: float = 0.001
+    # Multi-token prediction (Qwen3.5 `mtp.*`): MTP decoder layers; 0 = no head.
+    mtp_num_hidden_layers: int = 0
     # Special tokens (kept for export and generation_config.json).
     bos_token_id: int | None = None
     eos_token_id: int | tuple[int, ...] | None = None
@@ -135,6 +137,8 @@ class ModelConfig:
                 "router_aux_loss_coef",
             ):
                 out.pop(k)
+        if self.mtp_num_hidden_layers == 0:  # plain checkpoints do not name it
+            out.pop("mtp_num_hidden_layers")
         rope = {"rope_type": "default", "rope_theta": self.rope_theta}
         rope.update(dict(self.rope_scaling or ()))
         out["rope_parameters"] = rope
@@ -144,7 +148,10 @@ class ModelConfig:
 
 
 # Names some configs use for our fields (transformers' attribute_map).
-_ALIASES = {"num_local_experts": "num_experts"}
+_ALIASES = {
+    "num_local_experts": "num_experts",
+    "num_nextn_predict_layers": "mtp_num_hidden_layers",  # Qwen3-Next, DeepSeek-V3
+}
 
 ARCHITECTURES = {
     "llama": "LlamaForCausalLM",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import Array, Bool, Float, Int
 
+from hat_jax.models.attention_ops import fused_attention
 from hat_jax.models.config import ModelConfig
 
 NEG_INF = -1e30  # finite, so fully masked rows (pad queries) stay NaN-free
@@ -201,10 +202,14 @@ class Attention(nnx.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if kv is not None:
+        if kv is None:  # whole sequences (training, prefill): the fused kernel
+            out = fused_attention(q, k, v, allowed)
+        else:
             kv = (write_cache(kv[0], k, positions), write_cache(kv[1], v, positions))
             k, v = kv
-        out = dot_product_attention(q, k.astype(q.dtype), v.astype(q.dtype), allowed)
+            out = dot_product_attention(
+                q, k.astype(q.dtype), v.astype(q.dtype), allowed
+            )
         return self.o_proj(out.reshape(b, t, -1)), kv
 
 

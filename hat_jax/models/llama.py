@@ -3,7 +3,10 @@
     tokens -> embed -> L x [x + attn(norm(x)); x + mlp(norm(x))] -> norm -> logits
 
 Qwen3 is this with per-head q/k RMSNorm; Qwen3-MoE swaps some MLPs for a routed
-mixture of experts (`mlp_factory`). Module names follow HF so weight tables stay short.
+mixture of experts (`mlp_factory`). With `mtp_num_hidden_layers` > 0 the model also
+holds a multi-token-prediction head (`self.mtp`, `hat_jax.models.mtp`) made of the
+same decoder layers; `forward` never runs it (`mtp.mtp_logits` does). Module names
+follow HF so weight tables stay short.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from hat_jax.models.layers import (
     attention_mask,
     rope_tables,
 )
+from hat_jax.models.mtp import MTP
 
 KVCache = list[tuple[jnp.ndarray, jnp.ndarray]]  # per layer (k, v), each [B, S, K, H]
 
@@ -103,6 +107,16 @@ class CausalLM(nnx.Module):
                 dtype=cfg.jnp_dtype,
                 param_dtype=cfg.jnp_param_dtype,
                 kernel_init=nnx.initializers.normal(0.02),
+                rngs=rngs,
+            )
+        # Built last, so the trunk's initial weights do not depend on it.
+        self.mtp = nnx.data(None)
+        if cfg.mtp_num_hidden_layers:
+            self.mtp = MTP(
+                cfg,
+                make_layer=lambda i: DecoderLayer(
+                    cfg, i, qk_norm=qk_norm, mlp_factory=mlp_factory, rngs=rngs
+                ),
                 rngs=rngs,
             )
 

@@ -1,8 +1,15 @@
-"""What a stage starts from: the tokenizer and the model (`init_from`).
+"""What a stage starts from: the tokenizer, the model (`init_from`), its adapters.
 
 `init_from` chains stages: "" builds `cfg.model` from scratch (seeded); a workdir
-of an earlier run (it holds `config.json` and `ckpt/`) gives its latest params; a
-HF folder, a `.gguf` file or an asset name goes through `hat_jax.load_model`.
+of an earlier run (it holds `config.json` and `ckpt/`) gives its latest params, with
+any LoRA adapters merged into the base weights; a HF folder (config.json +
+safetensors, e.g. from `save_hf`) is read by `load_hf`, no tokenizer needed; a
+`.gguf` file or an asset name goes through `hat_jax.load_model`.
+
+`cfg.lora` (`rank` 0 = off) then decides what the optimiser trains:
+`add_adapters` wraps the decoder's projections in LoRA adapters and
+`trainable_filter` picks the adapters (plus the MTP head when the run trains one)
+for `init_state(..., trainable=...)`; everything else is carried frozen.
 """
 
 from __future__ import annotations
@@ -17,9 +24,18 @@ from flax import nnx
 from hat_jax import assets
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.models import CausalLM, ModelConfig, build_model
+from hat_jax.models.lora import LoRAConfig, LoRAParam, apply_lora, has_lora, merge_lora
 from hat_jax.text.tokenizer import Tokenizer
 
-__all__ = ["load_tokenizer", "load_workdir_config", "make_model"]
+__all__ = [
+    "add_adapters",
+    "load_tokenizer",
+    "load_workdir_config",
+    "lora_config",
+    "make_model",
+    "model_from_workdir",
+    "trainable_filter",
+]
 
 
 def load_tokenizer(name: str) -> Tokenizer:
@@ -58,17 +74,81 @@ def _tuples(v):
     return tuple(_tuples(x) for x in v) if isinstance(v, list | tuple) else v
 
 
+def lora_config(cfg: ml_collections.ConfigDict) -> LoRAConfig | None:
+    """`cfg.lora` as a LoRAConfig; None when absent or `rank` is 0 (off)."""
+    lc = cfg.get("lora")
+    if lc is None or int(lc.rank) == 0:
+        return None
+    if float(lc.get("dropout", 0.0)) != 0.0:
+        # The jitted steps carry no dropout RNG state between steps: a mask drawn
+        # inside them would repeat every step, so refuse rather than mislead.
+        raise ValueError(f"lora.dropout must be 0 in the trainers, got {lc.dropout}")
+    return LoRAConfig(
+        rank=int(lc.rank),
+        alpha=float(lc.alpha),
+        targets=tuple(lc.target_modules),
+    )
+
+
+def add_adapters(cfg: ml_collections.ConfigDict, model: CausalLM) -> CausalLM:
+    """`model` with LoRA adapters per `cfg.lora` (B = 0: same function); or as is."""
+    lcfg = lora_config(cfg)
+    if lcfg is None:
+        return model
+    # A key apart from the one that initialised the base weights.
+    key = jax.random.fold_in(jax.random.PRNGKey(int(cfg.seed)), 0x10A)
+    return apply_lora(model, lcfg, rngs=nnx.Rngs(params=key))
+
+
+def trainable_filter(cfg: ml_collections.ConfigDict, model: CausalLM):
+    """The nnx filter of what the optimiser updates (`init_state(trainable=)`).
+
+    Full fine-tuning: every `nnx.Param`. LoRA: the adapters, and the MTP head's
+    params too when the model has one and `cfg.mtp_weight` > 0 (a head not
+    co-trained with the adapted trunk drafts badly, and it is small).
+    """
+    if lora_config(cfg) is None:
+        return nnx.Param
+    if getattr(model, "mtp", None) is not None and float(cfg.get("mtp_weight", 0)) > 0:
+        return nnx.Any(LoRAParam, nnx.All(nnx.Param, nnx.PathContains("mtp")))
+    return LoRAParam
+
+
+_INDEX = "model.safetensors.index.json"
+
+
 def _is_workdir(p: Path) -> bool:
     return p.is_dir() and (p / "config.json").exists() and (p / "ckpt").is_dir()
 
 
-def _from_workdir(workdir: Path, dtype: str) -> tuple[CausalLM, ModelConfig]:
+def _is_hf_folder(p: Path) -> bool:
+    return (
+        p.is_dir()
+        and (p / "config.json").exists()
+        and any((p / f).exists() for f in ("model.safetensors", _INDEX))
+    )
+
+
+def model_from_workdir(
+    workdir: str | Path, dtype: str = "float32"
+) -> tuple[CausalLM, ModelConfig]:
+    """The latest params of an earlier run, LoRA adapters merged (a plain model).
+
+    The restore template is rebuilt from the run's own `config.json` (its model,
+    `lora`, `mtp_weight` and `optim`), so the split matches what it saved.
+    """
     from hat_jax.train.state import init_state, make_optimizer
 
+    workdir = Path(workdir)
     prev = load_workdir_config(workdir)
     mcfg = model_config(prev).replace(dtype=dtype)
-    model = nnx.eval_shape(lambda: build_model(mcfg))
-    _, template = init_state(model, make_optimizer(prev.optim), seed=0)
+    model = nnx.eval_shape(lambda: add_adapters(prev, build_model(mcfg)))
+    graphdef, template = init_state(
+        model,
+        make_optimizer(prev.optim),
+        seed=0,
+        trainable=trainable_filter(prev, model),
+    )
     template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), template)
     # keep: large, so opening the earlier run's folder never prunes its steps.
     with Checkpointer(workdir / "ckpt", save_every=1, keep=1 << 20) as ckpt:
@@ -76,21 +156,39 @@ def _from_workdir(workdir: Path, dtype: str) -> tuple[CausalLM, ModelConfig]:
     if restored is None:
         raise FileNotFoundError(f"{workdir}/ckpt holds no checkpoint")
     state, _, _ = restored
-    model = build_model(mcfg)
-    graphdef, _, rest = nnx.split(model, nnx.Param, ...)
-    return nnx.merge(graphdef, state.params, rest), mcfg
+    model = nnx.merge(graphdef, state.params, state.frozen)
+    return (merge_lora(model) if has_lora(model) else model), mcfg
+
+
+def _from_hf_folder(p: Path, dtype: str) -> tuple[CausalLM, ModelConfig]:
+    from hat_jax.checkpoints.hf import load_hf
+
+    return load_hf(p, param_dtype="float32", dtype=dtype)
+
+
+# Where a stage can start from, tried in order: (test, loader(path, dtype)).
+_SOURCES = (
+    (_is_workdir, model_from_workdir),
+    (_is_hf_folder, _from_hf_folder),
+)
 
 
 def make_model(cfg: ml_collections.ConfigDict) -> tuple[CausalLM, ModelConfig]:
-    """The model a stage starts from (module docstring)."""
+    """The model a stage starts from (module docstring), without adapters."""
     src = str(cfg.get("init_from") or "")
     if not src:
         mcfg = model_config(cfg)
         return build_model(mcfg, seed=int(cfg.seed)), mcfg
     p = Path(src).expanduser()
     dtype = cfg.get("compute_dtype", "float32")
-    if _is_workdir(p):
-        return _from_workdir(p, dtype)
+    for test, load in _SOURCES:
+        if test(p):
+            return load(p, dtype)
+    if p.is_dir():
+        raise FileNotFoundError(
+            f"init_from={src}: neither a run workdir (config.json + ckpt/) nor a "
+            f"HF folder (config.json + model.safetensors or {_INDEX})"
+        )
     from hat_jax.loading import load_model
 
     model, mcfg, _ = load_model(src, param_dtype="float32", dtype=dtype)

@@ -398,8 +398,15 @@ def run_opd(
     record["data_stats"] = stats
     Path(workdir, "config.json").write_text(json.dumps(record, indent=2))
 
+    # LoRA (cfg.lora.rank > 0) on the student only, after the teacher was taken.
+    model = build.add_adapters(cfg, model)
     sampler = Sampler(model, tokenizer)
-    graphdef, state0 = init_state(model, make_optimizer(cfg.optim), seed=int(cfg.seed))
+    graphdef, state0 = init_state(
+        model,
+        make_optimizer(cfg.optim),
+        seed=int(cfg.seed),
+        trainable=build.trainable_filter(cfg, model),
+    )
     del model
     jitted = jit_opd_step(graphdef, cfg, tgraph)
     sp = _sampling_params(cfg)

@@ -1,11 +1,15 @@
 """Stage 1, HSA-SFT: masked next-token cross-entropy over packed trajectories.
 
-    batch [B, T] -> (A micro-batches of [B/A, T]) -> packed_forward -> CE on the
-    assistant tokens -> token-weighted mean of the micro-batch grads -> AdamW
+    batch [B, T] -> (A micro-batches of [B/A, T]) -> packed_hidden [B/A, T, D]
+    -> chunked LM head + CE on the assistant tokens (never all [B, T, V] logits)
+    -> token-weighted mean of the micro-batch grads -> AdamW
 
 `sft_train_step` is pure; `jit_sft_step` jits it with the state donated. The loss is
-`hat_jax.losses.sft.cross_entropy`; the MTP term and LoRA come later through the
-`trainable` filter of `init_state` and an extra loss term here.
+`hat_jax.losses.chunked.chunked_cross_entropy` (`cfg.loss_chunk` rows at a time);
+`cfg.remat` recomputes each layer in the backward pass (less memory, ~1/3 more
+compute). With an MTP head and `cfg.mtp_weight` > 0 the head's CE on the token
+after next (`mtp_targets`) is added with that weight. LoRA comes through the
+`trainable` filter of `init_state`.
 """
 
 from __future__ import annotations
@@ -21,12 +25,20 @@ import ml_collections
 from flax import nnx
 from jaxtyping import Array, Float, Int
 
-from hat_jax.losses.sft import cross_entropy
+from hat_jax.losses.chunked import chunked_cross_entropy
 from hat_jax.models.layers import rope_tables
 from hat_jax.models.llama import CausalLM
+from hat_jax.models.mtp import mtp_hidden
 from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
 
-__all__ = ["jit_sft_step", "packed_forward", "run_sft", "sft_loss", "sft_train_step"]
+__all__ = [
+    "jit_sft_step",
+    "packed_forward",
+    "packed_hidden",
+    "run_sft",
+    "sft_loss",
+    "sft_train_step",
+]
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -43,24 +55,45 @@ def document_mask(segment_ids: Int[Array, "B T"]) -> jax.Array:
     return causal[None] & same
 
 
-def packed_forward(
+def packed_hidden(
     model: CausalLM,
     tokens: Int[Array, "B T"],
     positions: Int[Array, "B T"],
     segment_ids: Int[Array, "B T"],
-) -> Float[Array, "B T V"]:
-    """Logits of a packed batch, with attention kept inside each example.
+    remat: bool = False,
+) -> Float[Array, "B T D"]:
+    """Final hidden states (after the final norm) of a packed batch.
 
     `CausalLM.forward` takes a padding mask but no segment ids, so this runs the
-    model's own parts (embedding, layers, final norm, head) with a document mask;
-    each example's logits equal those of running it alone (tested).
+    model's own parts (embedding, layers, final norm) with a document mask; each
+    example's states equal those of running it alone (tested). `remat` recomputes
+    each layer's activations in the backward pass instead of storing them.
     """
     allowed = document_mask(segment_ids)
     cos, sin = rope_tables(positions, model.config)
     x = model.embed_tokens(tokens)  # [B, T, D]
     for layer in model.layers:
-        x, _, _ = layer(x, cos, sin, allowed, positions, None)
-    return model.logits(model.norm(x))
+        if remat:
+            x = _remat_layer(layer, x, cos, sin, allowed, positions)
+        else:
+            x, _, _ = layer(x, cos, sin, allowed, positions, None)
+    return model.norm(x)
+
+
+def _remat_layer(layer, x, cos, sin, allowed, positions):
+    graphdef, state = nnx.split(layer)
+
+    @jax.checkpoint
+    def run(state, x):
+        out, _, _ = nnx.merge(graphdef, state)(x, cos, sin, allowed, positions, None)
+        return out
+
+    return run(state, x)
+
+
+def packed_forward(model, tokens, positions, segment_ids) -> Float[Array, "B T V"]:
+    """Logits [B, T, V] of a packed batch (`packed_hidden` then the LM head)."""
+    return model.logits(packed_hidden(model, tokens, positions, segment_ids))
 
 
 def _cast_floats(tree, dtype):
@@ -76,14 +109,52 @@ def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
     if dtype != jnp.float32:  # bf16 compute; the fp32 master params get fp32 grads
         params, frozen = _cast_floats(params, dtype), _cast_floats(frozen, dtype)
     model = nnx.merge(graphdef, params, frozen)
-    logits = packed_forward(
-        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    hidden = packed_hidden(
+        model,
+        batch["inputs"],
+        batch["positions"],
+        batch["segment_ids"],
+        remat=bool(cfg.get("remat", False)),
     )
-    loss, metrics = cross_entropy(
-        logits=logits, targets=batch["targets"], mask=batch["loss_mask"]
+    loss, metrics = chunked_cross_entropy(
+        hidden=hidden,
+        head=model.logits,
+        targets=batch["targets"],
+        mask=batch["loss_mask"],
+        chunk=int(cfg.get("loss_chunk", 512)),
     )
-    # Hook: the MTP loss term (weight cfg.mtp_weight) is added here later.
+    weight = float(cfg.get("mtp_weight", 0.0))
+    if getattr(model, "mtp", None) is not None and weight > 0:
+        mtp, m = _mtp_term(model, hidden, batch, int(cfg.get("loss_chunk", 512)))
+        loss = loss + weight * mtp
+        metrics = {**metrics, **m}
     return loss, metrics
+
+
+def mtp_targets(batch: dict) -> tuple[jax.Array, jax.Array]:
+    """The MTP head's targets and weights [B, T] from a packed SFT batch.
+
+    Position t predicts `inputs[t + 2] = targets[t + 1]`, counted when that target
+    is a loss token of the same example (never across a packing boundary).
+    """
+    tgt, seg = batch["targets"], batch["segment_ids"]
+    w = batch["loss_mask"].astype(jnp.float32)
+    nxt_t = jnp.concatenate([tgt[:, 1:], jnp.zeros_like(tgt[:, :1])], axis=1)
+    nxt_w = jnp.concatenate([w[:, 1:], jnp.zeros_like(w[:, :1])], axis=1)
+    nxt_s = jnp.concatenate([seg[:, 1:], jnp.zeros_like(seg[:, :1])], axis=1)
+    same = (nxt_s == seg) & (seg > 0)
+    return nxt_t, nxt_w * same
+
+
+def _mtp_term(model, hidden, batch, chunk: int) -> tuple[jax.Array, dict]:
+    h = mtp_hidden(
+        model, hidden, batch["inputs"], batch["positions"], batch["segment_ids"]
+    )
+    targets, weights = mtp_targets(batch)
+    loss, m = chunked_cross_entropy(
+        hidden=h, head=model.logits, targets=targets, mask=weights, chunk=chunk
+    )
+    return loss, {"mtp_ce": m["ce"], "mtp_accuracy": m["accuracy"]}
 
 
 def sft_train_step(
@@ -114,23 +185,30 @@ def sft_train_step(
         functools.partial(sft_loss, graphdef=graphdef, cfg=cfg), has_aux=True
     )
 
+    keep = ("accuracy", "mtp_ce", "mtp_accuracy")  # reported, token-weighted
+    first = jax.tree.map(lambda x: x[0], micro)
+    shapes = jax.eval_shape(grad_fn, state.params, state.frozen, first)[0][1]
+    names = [k for k in keep if k in shapes]
+
     def body(carry, xs):
         mb, w = xs
         (loss, m), g = grad_fn(state.params, state.frozen, mb)
-        grads, loss_sum, acc_sum = carry
+        grads, sums = carry
         grads = jax.tree.map(lambda a, x: a + w * x, grads, g)
-        return (grads, loss_sum + w * loss, acc_sum + w * m["accuracy"]), None
+        sums = {"loss": sums["loss"] + w * loss} | {
+            k: sums[k] + w * m[k] for k in names
+        }
+        return (grads, sums), None
 
     zero = jax.tree.map(jnp.zeros_like, state.params)
-    init = (zero, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
-    (grads, loss, acc), _ = jax.lax.scan(body, init, (micro, weights))
+    sums0 = {k: jnp.zeros((), jnp.float32) for k in ("loss", *names)}
+    (grads, sums), _ = jax.lax.scan(body, (zero, sums0), (micro, weights))
 
     tx = make_optimizer(cfg.optim)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = jax.tree.map(lambda p, u: p + u, state.params, updates)
     metrics = {
-        "train/loss": loss,
-        "train/accuracy": acc,
+        **{f"train/{k}": v for k, v in sums.items()},
         "train/grad_norm": tree_norm(grads),
         "train/param_norm": tree_norm(params),
         "train/update_norm": tree_norm(updates),
@@ -152,7 +230,10 @@ def jit_sft_step(graphdef, cfg: ml_collections.ConfigDict):
 def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
     """Builds data, model and state from `cfg` and trains (`hat train sft`).
 
-    Writes `config.json` (with the model's actual config) into `workdir`.
+    Writes `config.json` (with the model's actual config) into `workdir`. With
+    `cfg.lora.rank` > 0 the model gets LoRA adapters and only they are trained;
+    `nnx.merge(graphdef, state.params, state.frozen)` is the adapted model and
+    `save_hf` merges the adapters on export.
 
     Returns:
       (final state, graphdef, last metrics).
@@ -187,7 +268,15 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
     record["data_stats"] = stats
     with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=2)
-    graphdef, state0 = init_state(model, make_optimizer(cfg.optim), seed=int(cfg.seed))
+    # LoRA (cfg.lora.rank > 0): only the adapters (and a co-trained MTP head) get
+    # optimiser state; the base weights ride along in `state.frozen`.
+    model = build.add_adapters(cfg, model)
+    graphdef, state0 = init_state(
+        model,
+        make_optimizer(cfg.optim),
+        seed=int(cfg.seed),
+        trainable=build.trainable_filter(cfg, model),
+    )
     del model
     step_fn = jit_sft_step(graphdef, cfg)
 

@@ -85,6 +85,18 @@ def test_grad_accumulation_matches_one_big_batch(fp32_step):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("remat,chunk", [(True, 512), (False, 7)])
+def test_remat_and_loss_chunk_do_not_change_the_update(fp32_step, remat, chunk):
+    cfg, batch, s1, m1 = fp32_step
+    cfg = copy.deepcopy(cfg)
+    cfg.remat, cfg.loss_chunk = remat, chunk
+    s2, m2 = _one_step(cfg, batch)
+    for k in ("train/loss", "train/grad_norm"):
+        np.testing.assert_allclose(m1[k], m2[k], rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(s1.params), jax.tree.leaves(s2.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
 def test_bf16_compute_keeps_fp32_master_params(fp32_step):
     cfg, batch, _, m32 = fp32_step
     cfg = copy.deepcopy(cfg)
