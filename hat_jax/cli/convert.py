@@ -1,17 +1,22 @@
-"""Convert a GGUF file or HF folder into a HF folder transformers and vLLM load.
+"""Convert a GGUF file, HF folder or training run into a HF folder (transformers, vLLM).
 
-Example:
+Examples:
   hat convert smollm2-135m-instruct out/smollm2-hf --dtype bfloat16
+  hat convert runs/sft_tiny out/sft-hf     # a run's latest checkpoint, LoRA merged
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hat_jax.checkpoints.hf import save_hf
 from hat_jax.loading import load_model
 
 
 def add_arguments(p) -> None:
-    p.add_argument("src", help="a .gguf file, a HF folder or an asset name")
+    p.add_argument(
+        "src", help="a .gguf file, a HF folder, an asset name or a `hat train` workdir"
+    )
     p.add_argument("dst", help="output folder")
     p.add_argument(
         "--dtype",
@@ -22,8 +27,18 @@ def add_arguments(p) -> None:
     p.add_argument("--shard-gb", type=float, default=2.0, help="max shard size in GB")
 
 
+def _load(src: str):
+    from hat_jax.train import build
+
+    if build.is_workdir(Path(src).expanduser()):
+        model, cfg = build.model_from_workdir(src)
+        run_cfg = build.load_workdir_config(src)
+        return model, cfg, build.load_tokenizer(run_cfg.tokenizer)
+    return load_model(src)
+
+
 def run(args) -> int:
-    model, cfg, tok = load_model(args.src)
+    model, cfg, tok = _load(args.src)
     out = save_hf(
         model,
         args.dst,

@@ -103,13 +103,19 @@ def add_adapters(cfg: ml_collections.ConfigDict, model: CausalLM) -> CausalLM:
 def trainable_filter(cfg: ml_collections.ConfigDict, model: CausalLM):
     """The nnx filter of what the optimiser updates (`init_state(trainable=)`).
 
-    Full fine-tuning: every `nnx.Param`. LoRA: the adapters, and the MTP head's
-    params too when the model has one and `cfg.mtp_weight` > 0 (a head not
-    co-trained with the adapted trunk drafts badly, and it is small).
+    Full fine-tuning: every `nnx.Param`, except an MTP head no loss reaches
+    (`cfg.mtp_weight` = 0: frozen, so weight decay does not shrink it). LoRA: the
+    adapters, and the MTP head's params too when the model has one and
+    `cfg.mtp_weight` > 0 (a head not co-trained with the adapted trunk drafts
+    badly, and it is small).
     """
+    has_mtp = getattr(model, "mtp", None) is not None
+    train_mtp = has_mtp and float(cfg.get("mtp_weight", 0)) > 0
     if lora_config(cfg) is None:
+        if has_mtp and not train_mtp:  # no loss reaches it: keep it out of decay
+            return nnx.All(nnx.Param, nnx.Not(nnx.PathContains("mtp")))
         return nnx.Param
-    if getattr(model, "mtp", None) is not None and float(cfg.get("mtp_weight", 0)) > 0:
+    if train_mtp:
         return nnx.Any(LoRAParam, nnx.All(nnx.Param, nnx.PathContains("mtp")))
     return LoRAParam
 
@@ -117,7 +123,7 @@ def trainable_filter(cfg: ml_collections.ConfigDict, model: CausalLM):
 _INDEX = "model.safetensors.index.json"
 
 
-def _is_workdir(p: Path) -> bool:
+def is_workdir(p: Path) -> bool:
     return p.is_dir() and (p / "config.json").exists() and (p / "ckpt").is_dir()
 
 
@@ -168,7 +174,7 @@ def _from_hf_folder(p: Path, dtype: str) -> tuple[CausalLM, ModelConfig]:
 
 # Where a stage can start from, tried in order: (test, loader(path, dtype)).
 _SOURCES = (
-    (_is_workdir, model_from_workdir),
+    (is_workdir, model_from_workdir),
     (_is_hf_folder, _from_hf_folder),
 )
 

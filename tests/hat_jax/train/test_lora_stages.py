@@ -97,6 +97,17 @@ def test_lora_merged_export_equals_the_adapted_model(lora_run, tmp_path):
     assert np.abs(base - frozen).max() > 0  # the adapters did change the export
 
 
+def test_hat_convert_exports_a_lora_workdir(lora_run, tmp_path):
+    from hat_jax.cli.main import main
+
+    _, workdir, _, state, graphdef = lora_run
+    assert main(["convert", str(workdir), str(tmp_path / "hf")]) == 0
+    exported, _ = load_hf(tmp_path / "hf")
+    assert (tmp_path / "hf" / "tokenizer.json").exists()
+    want = np.asarray(_model(graphdef, state)(TOKENS))
+    assert np.abs(want - np.asarray(exported(TOKENS))).max() <= 1e-5
+
+
 def test_lora_run_resumes(lora_run, memo_jsonl, memo_tokenizer, tmp_path):
     cfg, workdir, base, state3, graphdef = lora_run
     longer = _cfg(
@@ -146,7 +157,10 @@ def test_trainable_filter_and_bad_lora_config(memo_jsonl, memo_tokenizer):
     assert {p[0] for p in trained if p[-1] not in ("lora_a", "lora_b")} == {"mtp"}
     cfg.mtp_weight = 0.0  # no MTP loss: the head stays frozen
     assert build.trainable_filter(cfg, model) is LoRAParam
-    cfg.lora.rank = 0
+    cfg.lora.rank = 0  # full fine-tuning, no MTP loss: all but the head train
+    trained = _flat(nnx.state(model, build.trainable_filter(cfg, model)))
+    assert trained and not any(p[0] == "mtp" for p in trained)
+    cfg.mtp_weight = 0.3
     assert build.trainable_filter(cfg, model) is nnx.Param
     assert build.add_adapters(cfg, model) is model
     cfg.lora.rank, cfg.lora.dropout = 4, 0.1
