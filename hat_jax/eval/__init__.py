@@ -1,0 +1,1 @@
+"""Evaluation: the case runner over any backend, records, statistics, IFEval."""
