@@ -70,6 +70,13 @@ class TensorSource:
         return self._handles[path].get_tensor(name)
 
     def get(self, name: str) -> np.ndarray | None:
+        for alias in _aliases(name):
+            x = self._get(alias)
+            if x is not None:
+                return x
+        return None
+
+    def _get(self, name: str) -> np.ndarray | None:
         if name in self._files:
             return self._read(name)
         # transformers 5 may save experts fused: experts.gate_up_proj [E, 2F, D].
@@ -90,8 +97,26 @@ class TensorSource:
 
     def unused(self) -> list[str]:
         # MTP tensors belong to the MTP head: a model built without one (config
-        # mtp_num_hidden_layers = 0) loads the trunk alone.
-        return sorted(n for n in self.names() - self.read if not n.startswith("mtp."))
+        # mtp_num_hidden_layers = 0) loads the trunk alone. A multimodal folder's
+        # vision tower is not part of the text model.
+        return sorted(
+            n for n in self.names() - self.read if not n.startswith(_NOT_TEXT_MODEL)
+        )
+
+
+# Multimodal checkpoints (Qwen3.5's `...ForConditionalGeneration`) keep the text
+# model under `model.language_model.`; the vision tower under `model.visual.`.
+_PREFIX_ALIASES = (("model.", "model.language_model."),)
+_NOT_TEXT_MODEL = ("mtp.", "model.visual.")
+
+
+def _aliases(name: str) -> list[str]:
+    """`name`, then the names a multimodal checkpoint gives the same tensor."""
+    out = [name]
+    for ours, theirs in _PREFIX_ALIASES:
+        if name.startswith(ours):
+            out.append(theirs + name.removeprefix(ours))
+    return out
 
 
 def weight_rules(cfg: ModelConfig):

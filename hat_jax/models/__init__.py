@@ -6,7 +6,7 @@ from types import ModuleType
 
 from flax import nnx
 
-from hat_jax.models import llama, qwen3, qwen3_moe
+from hat_jax.models import llama, qwen3, qwen3_5_moe, qwen3_moe
 from hat_jax.models.config import ModelConfig, load_config
 from hat_jax.models.llama import CausalLM, DecoderOutput, KVCache
 from hat_jax.models.lora import (
@@ -24,6 +24,7 @@ FAMILIES: dict[str, ModuleType] = {
     "llama": llama,
     "qwen3": qwen3,
     "qwen3_moe": qwen3_moe,
+    "qwen3_5_moe": qwen3_5_moe,
 }
 
 

@@ -17,7 +17,12 @@ import jax.numpy as jnp
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
 # HF config.json model_type -> our family name (each family is one models/*.py file).
-MODEL_TYPES = {"llama": "llama", "qwen3": "qwen3", "qwen3_moe": "qwen3_moe"}
+MODEL_TYPES = {
+    "llama": "llama",
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3_moe",
+    "qwen3_5_moe_text": "qwen3_5_moe",  # HF's multimodal `qwen3_5_moe`: its text_config
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +53,17 @@ class ModelConfig:
     decoder_sparse_step: int = 1
     mlp_only_layers: tuple[int, ...] = ()
     router_aux_loss_coef: float = 0.001
+    # Qwen3.5 hybrid: per-layer token mixer ("linear_attention" = Gated DeltaNet,
+    # "full_attention" = gated attention), the DeltaNet sizes, the gated shared
+    # expert beside the routed ones, and RoPE on the first head_dim * factor dims.
+    layer_types: tuple[str, ...] = ()
+    linear_conv_kernel_dim: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    shared_expert_intermediate_size: int = 0
+    partial_rotary_factor: float = 1.0
     # Multi-token prediction (Qwen3.5 `mtp.*`): MTP decoder layers; 0 = no head.
     mtp_num_hidden_layers: int = 0
     # Special tokens (kept for export and generation_config.json).
@@ -70,6 +86,11 @@ class ModelConfig:
     def jnp_dtype(self):
         return DTYPES[self.dtype]
 
+    @property
+    def rotary_dim(self) -> int:
+        """R, the leading dims of each head that RoPE rotates (HF rounds down)."""
+        return int(self.head_dim * self.partial_rotary_factor)
+
     def is_moe_layer(self, i: int) -> bool:
         return (
             self.num_experts > 0
@@ -82,7 +103,11 @@ class ModelConfig:
 
     @classmethod
     def from_hf(cls, hf: dict[str, Any], **overrides) -> ModelConfig:
-        """Builds a config from a parsed HF `config.json` dict."""
+        """Builds a config from a parsed HF `config.json` dict.
+
+        A multimodal config (Qwen3.5's `qwen3_5_moe`) yields its `text_config`.
+        """
+        hf = _text_part(hf)
         model_type = hf.get("model_type")
         if model_type not in MODEL_TYPES:
             raise ValueError(
@@ -90,12 +115,18 @@ class ModelConfig:
                 f"supported: {sorted(MODEL_TYPES)}"
             )
         hf = {_ALIASES.get(k, k): v for k, v in hf.items()}
+        hf = _HF_DEFAULTS.get(model_type, dict)(hf)
         heads = hf["num_attention_heads"]
         rope = dict(hf.get("rope_parameters") or {})
         theta = rope.pop("rope_theta", hf.get("rope_theta", 10000.0))
         scaling = dict(hf.get("rope_scaling") or {})
         scaling.update(rope)
         scaling.pop("rope_theta", None)
+        partial = scaling.pop("partial_rotary_factor", None)
+        if partial is None:
+            partial = hf.get("partial_rotary_factor", 1.0)
+        for k in _TEXT_ONLY_ROPE_KEYS:
+            scaling.pop(k, None)
         if scaling.get("rope_type", scaling.get("type", "default")) == "default":
             scaling = {}
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -108,6 +139,8 @@ class ModelConfig:
             rope_scaling=tuple(sorted(scaling.items())) or None,
             mlp_only_layers=tuple(hf.get("mlp_only_layers") or ()),
             intermediate_size=hf.get("intermediate_size") or 0,
+            layer_types=tuple(hf.get("layer_types") or ()),
+            partial_rotary_factor=float(partial),
         )
         if isinstance(kw.get("eos_token_id"), list):
             kw["eos_token_id"] = tuple(kw["eos_token_id"])
@@ -117,6 +150,7 @@ class ModelConfig:
     def to_hf(self) -> dict[str, Any]:
         """The `config.json` dict transformers (and vLLM) read."""
         skip = {"param_dtype", "dtype", "rope_scaling", "rope_theta", "model_type"}
+        skip |= set(_HF_SKIP.get(self.model_type, ()))
         out: dict[str, Any] = {
             "architectures": [ARCHITECTURES[self.model_type]],
             "model_type": self.model_type,
@@ -136,11 +170,18 @@ class ModelConfig:
                 "mlp_only_layers",
                 "router_aux_loss_coef",
             ):
-                out.pop(k)
+                out.pop(k, None)
         if self.mtp_num_hidden_layers == 0:  # plain checkpoints do not name it
             out.pop("mtp_num_hidden_layers")
+        for k, off in _HYBRID_FIELDS.items():  # only hybrid configs name these
+            if out.get(k) == off:
+                out.pop(k)
         rope = {"rope_type": "default", "rope_theta": self.rope_theta}
         rope.update(dict(self.rope_scaling or ()))
+        if self.partial_rotary_factor != 1.0:  # both places: HF 5 and older readers
+            rope["partial_rotary_factor"] = self.partial_rotary_factor
+        else:
+            out.pop("partial_rotary_factor")
         out["rope_parameters"] = rope
         out["rope_theta"] = self.rope_theta
         out["torch_dtype"] = self.param_dtype
@@ -157,7 +198,62 @@ ARCHITECTURES = {
     "llama": "LlamaForCausalLM",
     "qwen3": "Qwen3ForCausalLM",
     "qwen3_moe": "Qwen3MoeForCausalLM",
+    "qwen3_5_moe_text": "Qwen3_5MoeForCausalLM",  # what AutoModelForCausalLM builds
 }
+
+# Fields that only hybrid (Qwen3.5) configs carry, with their "absent" value.
+_HYBRID_FIELDS = {
+    "layer_types": [],
+    "linear_conv_kernel_dim": 0,
+    "linear_key_head_dim": 0,
+    "linear_value_head_dim": 0,
+    "linear_num_key_heads": 0,
+    "linear_num_value_heads": 0,
+    "shared_expert_intermediate_size": 0,
+}
+# Our fields a family's HF config does not have (Qwen3.5-MoE: every layer is MoE,
+# top-k weights are always renormalised, there is no dense MLP).
+_HF_SKIP = {
+    "qwen3_5_moe_text": (
+        "intermediate_size",
+        "norm_topk_prob",
+        "decoder_sparse_step",
+        "mlp_only_layers",
+    ),
+}
+# mRoPE sections: text tokens have equal t/h/w positions, so plain RoPE results.
+_TEXT_ONLY_ROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+def _text_part(hf: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal config's `text_config` (special tokens filled from the top)."""
+    text = hf.get("text_config")
+    if not isinstance(text, dict):
+        return hf
+    out = dict(text)
+    out.setdefault("model_type", f"{hf.get('model_type')}_text")
+    for k in ("tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id"):
+        if out.get(k) is None and hf.get(k) is not None:
+            out[k] = hf[k]
+    return out
+
+
+def _qwen3_5_defaults(hf: dict[str, Any]) -> dict[str, Any]:
+    """transformers' `Qwen3_5MoeTextConfig` defaults for fields a file may omit."""
+    hf = dict(hf)
+    every = hf.get("full_attention_interval", 4)
+    if not hf.get("layer_types"):
+        hf["layer_types"] = [
+            "full_attention" if (i + 1) % every == 0 else "linear_attention"
+            for i in range(hf["num_hidden_layers"])
+        ]
+    rope = hf.get("rope_parameters") or {}
+    if "partial_rotary_factor" not in rope:
+        hf.setdefault("partial_rotary_factor", 0.25)
+    return hf
+
+
+_HF_DEFAULTS = {"qwen3_5_moe_text": _qwen3_5_defaults}
 
 
 def load_config(path: str | Path, **overrides) -> ModelConfig:

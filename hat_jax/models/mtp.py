@@ -19,14 +19,16 @@ position t. With several MTP layers vLLM runs one per draft step (`layers[step %
 with fc and norms shared; `MTP.__call__` takes that `step`, `mtp_logits` is step 0.
 The HF names are `mtp.fc.weight`, `mtp.pre_fc_norm_{embedding,hidden}.weight`,
 `mtp.norm.weight` and `mtp.layers.{i}.*` named like the trunk's `model.layers.{i}.*`
-(`hf_weights`). Qwen3.5 norms are zero-centred (`x * (1 + w)`); ours scale by `w`,
-like the llama/qwen3 trunks this head is attached to.
+(`hf_weights`). The norms are the trunk family's (`norm`): plain `RMSNorm` for the
+llama/qwen3 trunks, zero-centred (`x * (1 + w)`) for Qwen3.5 (`models.qwen3_5_moe`).
+RoPE covers the trunk's `config.rotary_dim` (partial for Qwen3.5).
 
 Dims: B batch, T positions, D model, V vocab.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -51,6 +53,7 @@ class MTP(nnx.Module):
       make_layer: `i -> decoder layer`, the trunk family's layer for MTP layer i
         (vLLM numbers them from 0, which decides MoE vs dense MLP).
       rngs: needs a `params` stream.
+      norm: `dim -> norm module` for the three norms (default: `RMSNorm`).
     """
 
     def __init__(
@@ -59,13 +62,16 @@ class MTP(nnx.Module):
         *,
         make_layer: Callable[[int], nnx.Module],
         rngs: nnx.Rngs,
+        norm: Callable[[int], nnx.Module] | None = None,
     ):
         n = cfg.mtp_num_hidden_layers
         if n < 1:
             raise ValueError(f"MTP needs mtp_num_hidden_layers >= 1, got {n}")
         d, pd = cfg.hidden_size, cfg.jnp_param_dtype
-        self.pre_fc_norm_embedding = RMSNorm(d, eps=cfg.rms_norm_eps, param_dtype=pd)
-        self.pre_fc_norm_hidden = RMSNorm(d, eps=cfg.rms_norm_eps, param_dtype=pd)
+        if norm is None:
+            norm = functools.partial(RMSNorm, eps=cfg.rms_norm_eps, param_dtype=pd)
+        self.pre_fc_norm_embedding = norm(d)
+        self.pre_fc_norm_hidden = norm(d)
         self.fc = nnx.Linear(
             2 * d,
             d,
@@ -76,7 +82,7 @@ class MTP(nnx.Module):
             rngs=rngs,
         )
         self.layers = nnx.List([make_layer(i) for i in range(n)])
-        self.norm = RMSNorm(d, eps=cfg.rms_norm_eps, param_dtype=pd)
+        self.norm = norm(d)
 
     def __call__(
         self,
@@ -179,7 +185,7 @@ def mtp_hidden(
 
 def _mtp_states(model, hidden, tokens, positions, allowed):
     nxt = jnp.concatenate([tokens[:, 1:], jnp.zeros_like(tokens[:, :1])], axis=1)
-    cos, sin = rope_tables(positions, model.config)
+    cos, sin = rope_tables(positions, model.config, model.config.rotary_dim)
     x, _ = model.mtp(hidden, model.embed_tokens(nxt), cos, sin, allowed, positions)
     return x
 

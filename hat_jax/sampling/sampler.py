@@ -43,7 +43,7 @@ class SamplingParams:
 
 @struct.dataclass
 class DecodeState:
-    cache: KVCache  # per layer (k, v) [B, S, K, H]
+    cache: KVCache  # `model.init_cache`: per layer (k, v) [B, S, K, H] or GDNState
     last: Int[Array, " B"]  # the token to feed next
     pos: Int[Array, " B"]  # its position (= cache slot)
     done: Bool[Array, " B"]
@@ -93,7 +93,10 @@ def _prefill(
     model = nnx.merge(graphdef, params)
     b, p = tokens.shape
     positions = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
-    hidden, cache, _ = model.hidden_states(tokens, positions, cache=cache)
+    # The mask keeps padding out of recurrent (linear-attention) states; KV caches
+    # need none (later tokens overwrite the padded slots).
+    mask = positions < lengths[:, None]
+    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
     last_h = jnp.take_along_axis(
         hidden, (lengths - 1)[:, None, None], axis=1
     )  # [B,1,D]
@@ -126,11 +129,10 @@ def _is_stop(tok, stop_ids) -> Bool[Array, " B"]:
 
 
 def _decode_chunk(
-    graphdef, params, state: DecodeState, *, sp: SamplingParams, chunk, pad
+    graphdef, params, state: DecodeState, *, sp: SamplingParams, chunk, pad, slots
 ):
     model = nnx.merge(graphdef, params)
     max_new = state.tokens.shape[1]
-    slots = state.cache[0][0].shape[1]
     end = jnp.minimum(state.step + chunk, max_new)
 
     def cond(s: DecodeState):
@@ -188,7 +190,7 @@ class Sampler:
         )
         self._jit_decode = jax.jit(
             _decode_chunk,
-            static_argnames=("sp", "chunk", "pad"),
+            static_argnames=("sp", "chunk", "pad", "slots"),
             donate_argnames=("state",),
         )
 
@@ -256,6 +258,7 @@ class Sampler:
                 sp=sp_static,
                 chunk=self.chunk,
                 pad=pad,
+                slots=slots,  # the cache's length (its layout is the model's)
             )
         return self._completions(state, sp, cut)
 

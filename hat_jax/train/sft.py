@@ -70,7 +70,7 @@ def packed_hidden(
     each layer's activations in the backward pass instead of storing them.
     """
     allowed = document_mask(segment_ids)
-    cos, sin = rope_tables(positions, model.config)
+    cos, sin = rope_tables(positions, model.config, model.config.rotary_dim)
     x = model.embed_tokens(tokens)  # [B, T, D]
     for layer in model.layers:
         if remat:
