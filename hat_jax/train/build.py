@@ -103,7 +103,8 @@ def add_adapters(cfg: ml_collections.ConfigDict, model: CausalLM) -> CausalLM:
 def trainable_filter(cfg: ml_collections.ConfigDict, model: CausalLM):
     """The nnx filter of what the optimiser updates (`init_state(trainable=)`).
 
-    Full fine-tuning: every `nnx.Param`, except an MTP head no loss reaches
+    `cfg.mtp_only`: the MTP head's params alone. Full fine-tuning: every
+    `nnx.Param`, except an MTP head no loss reaches
     (`cfg.mtp_weight` = 0: frozen, so weight decay does not shrink it). LoRA: the
     adapters, and the MTP head's params too when the model has one and
     `cfg.mtp_weight` > 0 (a head not co-trained with the adapted trunk drafts
@@ -111,6 +112,12 @@ def trainable_filter(cfg: ml_collections.ConfigDict, model: CausalLM):
     """
     has_mtp = getattr(model, "mtp", None) is not None
     train_mtp = has_mtp and float(cfg.get("mtp_weight", 0)) > 0
+    if cfg.get("mtp_only", False):  # the standalone MTP mode: the trunk is frozen
+        if not has_mtp:
+            raise ValueError(
+                "mtp_only=True needs an MTP head: set model.mtp_num_hidden_layers"
+            )
+        return nnx.All(nnx.Param, nnx.PathContains("mtp"))
     if lora_config(cfg) is None:
         if has_mtp and not train_mtp:  # no loss reaches it: keep it out of decay
             return nnx.All(nnx.Param, nnx.Not(nnx.PathContains("mtp")))
@@ -189,7 +196,7 @@ def make_model(cfg: ml_collections.ConfigDict) -> tuple[CausalLM, ModelConfig]:
     dtype = cfg.get("compute_dtype", "float32")
     for test, load in _SOURCES:
         if test(p):
-            return load(p, dtype)
+            return with_mtp_head(cfg, *load(p, dtype))
     if p.is_dir():
         raise FileNotFoundError(
             f"init_from={src}: neither a run workdir (config.json + ckpt/) nor a "
@@ -198,4 +205,21 @@ def make_model(cfg: ml_collections.ConfigDict) -> tuple[CausalLM, ModelConfig]:
     from hat_jax.loading import load_model
 
     model, mcfg, _ = load_model(src, param_dtype="float32", dtype=dtype)
-    return model, mcfg
+    return with_mtp_head(cfg, model, mcfg)
+
+
+def with_mtp_head(cfg, model: CausalLM, mcfg: ModelConfig):
+    """Adds a freshly initialised MTP head to a loaded model that has none.
+
+    When `cfg.model.mtp_num_hidden_layers` asks for a head and the model a stage
+    starts from (a base without `mtp.*` weights, e.g. SmolLM2) has none, the head
+    is built from `cfg.seed` and the trunk's weights are kept as loaded. A model
+    that already has a head (its base's `mtp.*` weights) is returned unchanged.
+    """
+    want = int((cfg.get("model") or {}).get("mtp_num_hidden_layers", 0) or 0)
+    if want <= 0 or getattr(model, "mtp", None) is not None:
+        return model, mcfg
+    mcfg = mcfg.replace(mtp_num_hidden_layers=want)
+    fresh = build_model(mcfg, seed=int(cfg.get("seed", 0)))
+    nnx.update(fresh, nnx.state(model))  # every trunk param; the head stays fresh
+    return fresh, mcfg

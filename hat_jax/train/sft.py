@@ -8,8 +8,9 @@
 `hat_jax.losses.chunked.chunked_cross_entropy` (`cfg.loss_chunk` rows at a time);
 `cfg.remat` recomputes each layer in the backward pass (less memory, ~1/3 more
 compute). With an MTP head and `cfg.mtp_weight` > 0 the head's CE on the token
-after next (`mtp_targets`) is added with that weight. LoRA comes through the
-`trainable` filter of `init_state`.
+after next (`mtp_targets`) is added with that weight; `cfg.mtp_only` trains the
+head alone on that loss, the trunk frozen (`build.trainable_filter`). LoRA comes
+through the `trainable` filter of `init_state`.
 """
 
 from __future__ import annotations
@@ -116,16 +117,20 @@ def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
         batch["segment_ids"],
         remat=bool(cfg.get("remat", False)),
     )
+    chunk = int(cfg.get("loss_chunk", 512))
+    if cfg.get("mtp_only", False):  # standalone MTP mode: the frozen trunk feeds it
+        loss, metrics = _mtp_term(model, jax.lax.stop_gradient(hidden), batch, chunk)
+        return loss, metrics
     loss, metrics = chunked_cross_entropy(
         hidden=hidden,
         head=model.logits,
         targets=batch["targets"],
         mask=batch["loss_mask"],
-        chunk=int(cfg.get("loss_chunk", 512)),
+        chunk=chunk,
     )
     weight = float(cfg.get("mtp_weight", 0.0))
     if getattr(model, "mtp", None) is not None and weight > 0:
-        mtp, m = _mtp_term(model, hidden, batch, int(cfg.get("loss_chunk", 512)))
+        mtp, m = _mtp_term(model, hidden, batch, chunk)
         loss = loss + weight * mtp
         metrics = {**metrics, **m}
     return loss, metrics

@@ -5,6 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import CONFIG, tiny_overrides
 from flax import nnx
 
@@ -80,3 +81,34 @@ def test_mtp_head_learns_in_the_train_step(memo_jsonl, memo_tokenizer):
     cfg.mtp_weight = 0.0
     _, m0 = loss(state.params, state.frozen, batch)
     assert "mtp_ce" not in m0  # weight 0: the head is not run
+
+
+def test_standalone_mtp_mode_adds_a_head_to_a_base_and_trains_only_it(
+    memo_jsonl, memo_tokenizer, tmp_path
+):
+    from hat_jax.checkpoints.hf import save_hf
+    from hat_jax.train.sft import run_sft
+
+    # A base without a head (as SmolLM2 is), exported to a HF folder.
+    cfg, _, base = _setup(memo_jsonl, memo_tokenizer)
+    cfg.model.mtp_num_hidden_layers = 0
+    base, _ = build.make_model(cfg)
+    assert base.mtp is None
+    save_hf(base, tmp_path / "base")
+    cfg.init_from = str(tmp_path / "base")
+    cfg.model.mtp_num_hidden_layers = 1
+    cfg.mtp_only = True
+    cfg.train.steps = cfg.optim.total_steps = 8
+    state, graphdef, last = run_sft(cfg, tmp_path / "run", progress=False)
+    trained = {p for p, _ in nnx.to_flat_state(state.params)}
+    assert trained and all(p[0] == "mtp" for p in trained)
+    model = nnx.merge(graphdef, state.params, state.frozen)
+    for (path, want), (_, got) in zip(
+        nnx.to_flat_state(nnx.state(base, nnx.Param)),
+        nnx.to_flat_state(nnx.state(model, nnx.Not(nnx.PathContains("mtp")))),
+    ):
+        assert np.asarray(want[...]).tobytes() == np.asarray(got[...]).tobytes(), path
+    assert "train/mtp_ce" in last and "train/accuracy" not in last
+    cfg.model.mtp_num_hidden_layers = 0  # mtp_only without a head is an error
+    with pytest.raises(ValueError, match="mtp_only"):
+        build.trainable_filter(cfg, base)
