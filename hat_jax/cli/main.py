@@ -8,7 +8,15 @@ import sys
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from hat_jax.cli import assets_cmd, chat, convert, eval_cmd, harness_cmd, train_cmd
+from hat_jax.cli import (
+    assets_cmd,
+    chat,
+    convert,
+    eval_cmd,
+    harness_cmd,
+    plan_cmd,
+    train_cmd,
+)
 
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
@@ -17,6 +25,7 @@ COMMANDS: dict[str, ModuleType] = {
     "convert": convert,
     "eval": eval_cmd,
     "harness": harness_cmd,
+    "plan": plan_cmd,
     "train": train_cmd,
 }
 
