@@ -1,0 +1,313 @@
+"""Greedy MTP self-speculative decoding: the model's MTP head drafts, the trunk checks.
+
+One verify step per row at position p (the token `last` not yet in the cache):
+
+    trunk([last, d1..dk] at p..p+k, cache)   -> greedy g0..gk  (gi: token at p+i+1)
+    n = longest prefix with d(i+1) == gi      -> emit g0..gn    (n drafts + 1 bonus)
+    MTP(trunk hidden[p+i], embed(gi)) at p+i  -> MTP output at p+n drafts d1'
+    MTP(own output, embed(dj')) at p+n+j      -> d(j+1)' for j = 1..k-1 (recursive)
+
+Every emitted token is the trunk's own argmax at its position, so the output is the
+plain greedy decode's (up to float ties). Rows advance by different amounts, which
+slot = position makes easy: each step writes the trunk's KV (and the MTP layer's, in
+its own cache) at p..p+k, and the mask `slot <= position` hides entries past the
+accepted prefix until a later step overwrites them (every step writes its slots
+before any query reads them). The recursive draft steps feed the MTP its own output
+hidden state, as vLLM does with one MTP layer; with several MTP layers step j uses
+`layers[j % n]` and its own cache, filled only by the draft steps that use it.
+
+Only KV-cache trunks (llama, qwen3, qwen3_moe): a Gated-DeltaNet state (qwen3_5_moe)
+cannot be rolled back past rejected drafts without keeping per-position states,
+which this does not do.
+
+Dims: B batch, T positions, D model, V vocab, k drafts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx, struct
+from jaxtyping import Array, Bool, Float, Int
+
+from hat_jax.models import CausalLM, KVCache
+from hat_jax.models.layers import attention_mask, rope_tables
+from hat_jax.sampling.sampler import (
+    Completion,
+    Sampler,
+    SamplingParams,
+    _bucket,
+    _is_stop,
+)
+
+
+@struct.dataclass
+class SpecState:
+    cache: KVCache  # the trunk's, slot = position
+    mtp_cache: KVCache  # one (k, v) per MTP layer, slot = position
+    last: Int[Array, " B"]  # the token to feed next (not yet in the cache)
+    pos: Int[Array, " B"]  # its position
+    drafts: Int[Array, "B k"]  # guesses for positions pos + 1 .. pos + k
+    done: Bool[Array, " B"]
+    tokens: Int[Array, "B M"]
+    logprobs: Float[Array, "B M"]
+    count: Int[Array, " B"]
+    iters: Int[Array, ""]  # verify steps (trunk forwards after the prefill)
+    accepted: Int[Array, " B"]  # drafts accepted per row
+    verifies: Int[Array, " B"]  # verify steps per row while it was live
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecStats:
+    """Totals over the last `generate` call."""
+
+    proposed: int  # drafts checked (k per live row per verify step)
+    accepted: int  # drafts equal to the trunk's greedy token
+    row_verifies: int  # verify steps summed over rows
+    trunk_forwards: int  # jitted trunk calls: 1 prefill + verify steps
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / max(self.proposed, 1)
+
+    @property
+    def mean_accepted_length(self) -> float:
+        """Tokens emitted per row per verify step (accepted drafts + the bonus)."""
+        return 1.0 + self.accepted / max(self.row_verifies, 1)
+
+
+def _argmax(logits) -> Int[Array, "..."]:
+    return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+
+
+def _mtp(model, hidden, nxt, positions, kv, step):
+    """One MTP pass over T positions with its cache: (normed output, kv)."""
+    allowed = attention_mask(positions, None, kv[0].shape[1])
+    cos, sin = rope_tables(positions, model.config, model.config.rotary_dim)
+    embeds = model.embed_tokens(nxt)
+    return model.mtp(hidden, embeds, cos, sin, allowed, positions, kv, step=step)
+
+
+def _draft(model, hidden, nxt, positions, at, mtp_cache, k):
+    """MTP over the verified positions, then k - 1 recursive steps from index `at`.
+
+    Returns (drafts [B, k], mtp_cache).
+    """
+    n_layers = len(mtp_cache)
+    mtp_cache = list(mtp_cache)
+    x, mtp_cache[0] = _mtp(model, hidden, nxt, positions, mtp_cache[0], 0)
+    x = jnp.take_along_axis(x, at[:, None, None], axis=1)  # [B, 1, D]
+    pos = jnp.take_along_axis(positions, at[:, None], axis=1)  # [B, 1]
+    drafts = [_argmax(model.logits(x))]  # each [B, 1]
+    for j in range(1, k):
+        i = j % n_layers
+        x, mtp_cache[i] = _mtp(model, x, drafts[-1], pos + j, mtp_cache[i], j)
+        drafts.append(_argmax(model.logits(x)))
+    return jnp.concatenate(drafts, axis=1), mtp_cache
+
+
+def _prefill(graphdef, params, tokens, lengths, cache, mtp_cache, *, k, max_new, stop):
+    model = nnx.merge(graphdef, params)
+    b, p = tokens.shape
+    positions = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
+    mask = positions < lengths[:, None]
+    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
+    last_i = lengths - 1
+    last_h = jnp.take_along_axis(hidden, last_i[:, None, None], axis=1)  # [B, 1, D]
+    last_logits = model.logits(last_h)[:, 0]  # [B, V]
+    tok = _argmax(last_logits)
+    logp = jnp.take_along_axis(jax.nn.log_softmax(last_logits), tok[:, None], -1)
+    rows = jnp.arange(b)
+    # MTP slot t sees hidden[t] and token t + 1: the prompt's, then the new token.
+    nxt = jnp.concatenate([tokens[:, 1:], jnp.zeros_like(tokens[:, :1])], axis=1)
+    nxt = nxt.at[rows, last_i].set(tok)
+    drafts, mtp_cache = _draft(model, hidden, nxt, positions, last_i, mtp_cache, k)
+    return SpecState(
+        cache=cache,
+        mtp_cache=mtp_cache,
+        last=tok,
+        pos=lengths,
+        drafts=drafts,
+        done=_is_stop(tok, stop) | (max_new <= 1),
+        tokens=jnp.zeros((b, max_new), jnp.int32).at[:, 0].set(tok),
+        logprobs=jnp.zeros((b, max_new), jnp.float32).at[:, 0].set(logp[:, 0]),
+        count=jnp.ones((b,), jnp.int32),
+        iters=jnp.zeros((), jnp.int32),
+        accepted=jnp.zeros((b,), jnp.int32),
+        verifies=jnp.zeros((b,), jnp.int32),
+    )
+
+
+def _verify_chunk(graphdef, params, state: SpecState, *, k, chunk, slots, stop):
+    model = nnx.merge(graphdef, params)
+    max_new = state.tokens.shape[1]
+    end = state.iters + chunk
+    offs = jnp.arange(k + 1, dtype=jnp.int32)
+
+    def cond(s: SpecState):
+        return (s.iters < end) & ~jnp.all(s.done)
+
+    def body(s: SpecState):
+        b = s.last.shape[0]
+        rows = jnp.arange(b)
+        inp = jnp.concatenate([s.last[:, None], s.drafts], axis=1)  # [B, k+1]
+        positions = s.pos[:, None] + offs  # [B, k+1]
+        hidden, cache, _ = model.hidden_states(inp, positions, cache=s.cache)
+        logits = model.logits(hidden)  # [B, k+1, V]
+        g = _argmax(logits)  # g[:, i]: the trunk's token at position pos + i + 1
+        logp = jnp.take_along_axis(jax.nn.log_softmax(logits), g[..., None], -1)
+        n = jnp.sum(jnp.cumprod(s.drafts == g[:, :k], axis=1), axis=1)  # [B]
+        # Emit g[0..n], cut after the first stop token and at max_new.
+        stops = _is_stop(g, stop) & (offs[None] <= n[:, None])
+        first_stop = jnp.where(stops.any(1), jnp.argmax(stops, axis=1), k + 1)
+        live = ~s.done
+        m = jnp.minimum(jnp.minimum(n, first_stop) + 1, max_new - s.count)
+        m = jnp.where(live, m, 0)  # tokens emitted per row
+        emit = offs[None] < m[:, None]
+        idx = jnp.where(emit, s.count[:, None] + offs, max_new)  # max_new: dropped
+        tokens = s.tokens.at[rows[:, None], idx].set(g, mode="drop")
+        logprobs = s.logprobs.at[rows[:, None], idx].set(logp[..., 0], mode="drop")
+        at = jnp.maximum(m - 1, 0)  # the last emitted token's index
+        last = jnp.where(live, jnp.take_along_axis(g, at[:, None], 1)[:, 0], s.last)
+        pos = s.pos + m
+        count = s.count + m
+        full = (count >= max_new) | (pos + k + 1 >= slots)
+        done = s.done | (live & ((first_stop < m) | full))
+        drafts, mtp_cache = _draft(model, hidden, g, positions, at, s.mtp_cache, k)
+        return SpecState(
+            cache=cache,
+            mtp_cache=mtp_cache,
+            last=last,
+            pos=pos,
+            drafts=drafts,
+            done=done,
+            tokens=tokens,
+            logprobs=logprobs,
+            count=count,
+            iters=s.iters + 1,
+            accepted=s.accepted + jnp.where(live, n, 0),
+            verifies=s.verifies + live.astype(jnp.int32),
+        )
+
+    return jax.lax.while_loop(cond, body, state)
+
+
+class SpeculativeSampler(Sampler):
+    """Greedy decoding with `k` MTP drafts checked per trunk forward.
+
+    `generate` returns the plain `Sampler`'s greedy completions (temperature 0 only)
+    and leaves totals for the call in `self.stats` (`SpecStats`). `chunk` counts
+    verify steps per jitted loop.
+    """
+
+    def __init__(
+        self,
+        model: CausalLM,
+        tokenizer=None,
+        *,
+        k: int = 2,
+        chunk: int = 32,
+        cache_dtype=None,
+    ):
+        if getattr(model, "mtp", None) is None:
+            raise ValueError("speculative decoding needs an MTP head")
+        if model.config.layer_types and any(
+            t != "full_attention" for t in model.config.layer_types
+        ):
+            raise NotImplementedError(
+                "speculative decoding needs a KV-cache trunk: a linear-attention "
+                "(Gated DeltaNet) state cannot be rolled back past rejected drafts"
+            )
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        super().__init__(model, tokenizer, chunk=chunk, cache_dtype=cache_dtype)
+        self.k = k
+        self.stats: SpecStats | None = None
+        cfg = model.config
+        n_mtp = len(model.mtp.layers)
+        self._init_mtp_cache = lambda b, s, dt: [
+            tuple(
+                jnp.zeros((b, s, cfg.num_key_value_heads, cfg.head_dim), dt)
+                for _ in "kv"
+            )
+            for _ in range(n_mtp)
+        ]
+        self._jit_spec_prefill = jax.jit(
+            _prefill,
+            static_argnames=("k", "max_new", "stop"),
+            donate_argnames=("cache", "mtp_cache"),
+        )
+        self._jit_verify = jax.jit(
+            _verify_chunk,
+            static_argnames=("k", "chunk", "slots", "stop"),
+            donate_argnames=("state",),
+        )
+
+    def generate(
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams | None = None,
+        *,
+        on_chunk=None,
+        **kw,
+    ) -> list[Completion]:
+        sp = dataclasses.replace(params or SamplingParams(), **kw)
+        if sp.temperature != 0.0:
+            raise NotImplementedError("speculative decoding is greedy only")
+        if sp.stop_ids is None:
+            stop = self.tokenizer.stop_ids if self.tokenizer is not None else ()
+            sp = dataclasses.replace(sp, stop_ids=tuple(stop))
+        if not prompts or any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        b = len(prompts)
+        lengths = np.array([len(p) for p in prompts], np.int32)
+        plen = _bucket(int(lengths.max()), 32)
+        # room for the last verify step's k drafts past the final token
+        slots = _bucket(plen + sp.max_new_tokens + self.k + 1, 64)
+        pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
+        tokens = np.full((b, plen), pad, np.int32)
+        for i, p in enumerate(prompts):
+            tokens[i, : len(p)] = p
+        stop = tuple(sp.stop_ids)
+        state = self._jit_spec_prefill(
+            self.graphdef,
+            self.params,
+            jnp.asarray(tokens),
+            jnp.asarray(lengths),
+            self._init_cache(b, slots, self.cache_dtype),
+            self._init_mtp_cache(b, slots, self.cache_dtype),
+            k=self.k,
+            max_new=sp.max_new_tokens,
+            stop=stop,
+        )
+        cut = [None] * b
+        while True:
+            host_done = np.array(state.done)
+            if sp.stop_strings and self.tokenizer is not None:
+                host_done = self._check_stop_strings(state, sp, cut, host_done)
+                state = state.replace(done=jnp.asarray(host_done))
+            if on_chunk is not None:
+                toks, counts = np.asarray(state.tokens), np.asarray(state.count)
+                on_chunk([toks[i, : counts[i]].tolist() for i in range(b)])
+            if host_done.all():
+                break
+            state = self._jit_verify(
+                self.graphdef,
+                self.params,
+                state,
+                k=self.k,
+                chunk=self.chunk,
+                slots=slots,
+                stop=stop,
+            )
+        accepted, verifies = int(state.accepted.sum()), int(state.verifies.sum())
+        self.stats = SpecStats(
+            proposed=self.k * verifies,
+            accepted=accepted,
+            row_verifies=verifies,
+            trunk_forwards=1 + int(state.iters),
+        )
+        return self._completions(state, sp, cut)

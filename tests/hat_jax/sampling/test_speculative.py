@@ -1,0 +1,137 @@
+"""MTP self-speculative decoding: the plain sampler's greedy tokens, honest stats."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hat_jax.models import ModelConfig, abstract_model, build_model
+from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
+
+V = 101
+CFG = ModelConfig(
+    model_type="qwen3",
+    vocab_size=V,
+    hidden_size=48,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=6,
+    num_key_value_heads=2,
+    head_dim=16,
+    mtp_num_hidden_layers=1,
+)
+_rng = np.random.default_rng(0)
+PROMPTS = [_rng.integers(1, V, size=_rng.integers(1, 30)).tolist() for _ in range(20)]
+NEW = 20
+
+
+def _drafter_model(trunk_scale: float, seed: int = 3):
+    """A model whose MTP head guesses the trunk's token-only (bigram) prediction.
+
+    The MTP layer adds nothing (zero o_proj and down_proj) and `fc` passes the
+    normed embedding through, so the head's logits are norm(embed(next)) @ head:
+    exactly the trunk's greedy next token when the trunk's layers are also
+    silenced (`trunk_scale=0`, a perfect drafter), and often when they are
+    scaled down (partial acceptance: rows advance by different amounts).
+    """
+    model = build_model(CFG, seed=seed)
+    for layer in model.layers:
+        layer.self_attn.o_proj.kernel[...] *= trunk_scale
+        layer.mlp.down_proj.kernel[...] *= trunk_scale
+    mtp = model.mtp
+    mtp.layers[0].self_attn.o_proj.kernel[...] *= 0.0
+    mtp.layers[0].mlp.down_proj.kernel[...] *= 0.0
+    d = CFG.hidden_size
+    mtp.fc.kernel[...] = jnp.concatenate([jnp.eye(d), jnp.zeros((d, d))], axis=0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def partial_model():
+    return _drafter_model(0.4)
+
+
+@pytest.fixture(scope="module")
+def reference(partial_model):
+    sp = SamplingParams(max_new_tokens=NEW, stop_ids=())
+    return [c.tokens for c in Sampler(partial_model).generate(PROMPTS, sp)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_greedy_tokens_equal_plain_decoding(partial_model, reference, k):
+    spec = SpeculativeSampler(partial_model, k=k)
+    out = spec.generate(PROMPTS, max_new_tokens=NEW, stop_ids=())
+    assert [c.tokens for c in out] == reference
+    assert all(c.finish_reason == "length" for c in out)
+    s = spec.stats
+    assert s.proposed == k * s.row_verifies and 0 < s.accepted < s.proposed
+    # every row emits NEW tokens: 1 from the prefill, the rest from verify steps
+    assert s.row_verifies + s.accepted >= len(PROMPTS) * (NEW - 1)
+    assert s.trunk_forwards < NEW  # fewer trunk calls than plain decoding
+    assert 1.0 < s.mean_accepted_length <= k + 1
+
+
+def test_stop_tokens_cut_accepted_blocks(partial_model, reference):
+    """A stop token inside an accepted block ends the row there, as plain does."""
+    stop = max(
+        set(sum(reference, [])), key=lambda t: sum(t in r[1:] for r in reference)
+    )
+    sp = SamplingParams(max_new_tokens=NEW, stop_ids=(stop,))
+    plain = Sampler(partial_model).generate(PROMPTS, sp)
+    spec = SpeculativeSampler(partial_model, k=3).generate(PROMPTS, sp)
+    assert [c.tokens for c in spec] == [c.tokens for c in plain]
+    assert [c.finish_reason for c in spec] == [c.finish_reason for c in plain]
+    assert any(c.finish_reason == "stop" for c in spec)
+    for a, b in zip(spec, plain):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4)
+
+
+def test_perfect_drafter_accepts_everything():
+    model = _drafter_model(0.0)
+    sp = SamplingParams(max_new_tokens=NEW, stop_ids=())
+    plain = Sampler(model).generate(PROMPTS[:6], sp)
+    spec = SpeculativeSampler(model, k=3)
+    out = spec.generate(PROMPTS[:6], sp)
+    assert [c.tokens for c in out] == [c.tokens for c in plain]
+    assert spec.stats.acceptance_rate == 1.0
+    assert spec.stats.mean_accepted_length == 4.0
+    assert spec.stats.trunk_forwards == 1 + -(-(NEW - 1) // 4)
+
+
+def test_random_head_accepts_little():
+    model = build_model(CFG, seed=3)
+    spec = SpeculativeSampler(model, k=2)
+    out = spec.generate(PROMPTS[:6], max_new_tokens=NEW, stop_ids=())
+    plain = Sampler(model).generate(PROMPTS[:6], max_new_tokens=NEW, stop_ids=())
+    assert [c.tokens for c in out] == [c.tokens for c in plain]
+    assert spec.stats.accepted <= spec.stats.proposed
+    assert spec.stats.acceptance_rate < 0.2
+
+
+def test_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="MTP head"):
+        SpeculativeSampler(build_model(CFG.replace(mtp_num_hidden_layers=0)))
+    with pytest.raises(NotImplementedError, match="greedy only"):
+        SpeculativeSampler(build_model(CFG)).generate([[1, 2]], temperature=1.0)
+    hybrid = ModelConfig(
+        model_type="qwen3_5_moe_text",
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=40,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        moe_intermediate_size=24,
+        shared_expert_intermediate_size=40,
+        num_experts=4,
+        num_experts_per_tok=2,
+        layer_types=("linear_attention", "full_attention"),
+        mtp_num_hidden_layers=1,
+    )
+    with pytest.raises(NotImplementedError, match="rolled back"):
+        SpeculativeSampler(abstract_model(hybrid))
