@@ -1,0 +1,16 @@
+"""The evaluation suites, by name: T1, T2, T3, the harness-edit test, IFEval.
+
+``get_suite("t1").build(SuiteOptions(harness), n)`` gives the first ``n`` cases
+of a suite; ``hat eval run`` (``experiments.eval_cli``) runs them.
+"""
+
+from experiments.suites import edit, ifeval, t1, t2, t3  # noqa: F401  (register)
+from experiments.suites.base import (
+    SUITES,
+    Suite,
+    SuiteOptions,
+    get_suite,
+    register_suite,
+)
+
+__all__ = ["SUITES", "Suite", "SuiteOptions", "get_suite", "register_suite"]

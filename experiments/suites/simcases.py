@@ -1,0 +1,116 @@
+"""Simulator cases as eval cases: the request, the judges and the oracle.
+
+Every simulator suite (T1, T2, T3, the edit test) turns a ``sim.oracle.Case``
+under a ``sim.binding.Binding`` into an :class:`EvalCase`: the agent-loop
+request (``case_request``), tags for the summary (intent, language, and the
+suite's own), the case as JSON for its record, and ``SimPayload`` for the
+judges (``sim.rewards.judge_all``: accuracy, effectiveness, tool rationality,
+skill selection) and for the oracle reference policy. Tools run in
+``SimBackend`` without random faults (a suite forces faults per case through
+``Case.fault_plan``), seeded by the eval seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from augment import apply_spec
+from experiments.suites.base import SuiteOptions
+from hat_jax.eval.runner import EvalCase, agent_rollout
+from hat_jax.harness import Harness, Trajectory
+from sim.binding import Binding, bind, canonical_mapping
+from sim.oracle import Case, OraclePolicy, case_request
+from sim.rewards import REWARDS, judge_all
+from sim.tools import SimBackend
+
+METRICS = REWARDS  # accuracy, effectiveness, tool_rationality, skill_selection
+GROUP_BY = ("intent", "lang")
+MAX_DRAWS = 20  # redraws of an HSA spec that does not apply to the harness
+
+
+@dataclasses.dataclass(frozen=True)
+class SimPayload:
+    """What the judges and the oracle need of one case."""
+
+    case: Case
+    binding: Binding
+
+
+def sim_case(
+    case_id: str,
+    case: Case,
+    binding: Binding,
+    *,
+    tags: Mapping[str, str] | None = None,
+    info: Mapping[str, Any] | None = None,
+) -> EvalCase:
+    """One simulator case as an eval case (module docstring)."""
+    msg, snap = case.message, case.snapshot
+    record = {
+        "sim_case": case.case_id,
+        "message": msg.text,
+        "viewer_message": dataclasses.asdict(msg),
+        "room_id": snap.room_id,
+        "catalog_id": snap.catalog.catalog_id,
+        "split": snap.catalog.split,
+        "clock": snap.clock,
+        "room_context": snap.context(),
+        "fault_plan": list(case.fault_plan),
+        **(info or {}),
+    }
+    return EvalCase(
+        case_id,
+        request=case_request(case, binding),
+        tags={"intent": msg.intent, "lang": msg.lang, **(tags or {})},
+        input=record,
+        payload=SimPayload(case, binding),
+    )
+
+
+def judge_sim(batch: Sequence[EvalCase], trajs: Sequence[Trajectory]) -> list:
+    """The four rule judges of each case."""
+    return [
+        judge_all(t, c.payload.case.snapshot, c.payload.case.message, c.payload.binding)
+        for c, t in zip(batch, trajs, strict=True)
+    ]
+
+
+def oracle_for(batch: Sequence[EvalCase]) -> OraclePolicy:
+    """The oracle teacher for a batch (it finds each case by its conversation)."""
+    return OraclePolicy(
+        [c.payload.case for c in batch],
+        [c.payload.binding for c in batch],
+        reasoning=False,
+    )
+
+
+def sim_rollout(opts: SuiteOptions):
+    """The agent loop with the simulator's tool sandbox (no random faults)."""
+    return agent_rollout(SimBackend(None, seed=int(opts.seed)))
+
+
+def variant_binding(
+    base: Harness, spec_for, rng: np.random.Generator
+) -> tuple[Binding, str]:
+    """A binding of ``base`` under an HSA spec drawn by ``spec_for(rng)``.
+
+    The variant is bound through ``canonical_mapping(base).compose(mapping)``
+    (as in RL rollouts). A spec that does not apply is drawn again.
+
+    Returns:
+      (binding, the spec applied).
+    """
+    errors = []
+    for _ in range(MAX_DRAWS):
+        spec = spec_for(rng)
+        try:
+            h2, _, m = apply_spec(base, None, spec, int(rng.integers(2**31)))
+        except ValueError as e:
+            errors.append(f"{spec}: {e}")
+            continue
+        return bind(h2, canonical_mapping(base).compose(m)), spec
+    raise ValueError(f"no HSA spec applies to {base.id}: {errors[-3:]}")

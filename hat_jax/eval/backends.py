@@ -1,0 +1,136 @@
+"""Backends an eval can run on, chosen by name: our JAX model or an endpoint.
+
+- ``jax``: a training run's workdir (``config.json`` + ``ckpt/``: the latest
+  params, LoRA merged, its tokenizer), a HF folder, a ``.gguf`` file or an
+  asset name (``smollm2-135m-instruct``), sampled by our batched KV-cache
+  :class:`~hat_jax.sampling.Sampler`; a ``run_turns`` batch is one
+  ``generate`` call, so many cases decode together.
+- ``openai``: an OpenAI-compatible ``/v1/completions`` server (vLLM), one
+  request per conversation on a thread pool of ``concurrency`` workers; the
+  served model name defaults to the first one ``/v1/models`` lists.
+- ``fixed``: answers every model call with one sentence (a floor for tests).
+
+Decoding is greedy by default (temperature 0), so an eval is reproducible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from hat_jax.harness import OpenAIPolicy, Policy, PolicyError, ScriptedPolicy
+
+FIXED_SENTENCE = "Thanks for watching, see you soon!"
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendOptions:
+    """How to decode, whatever the backend.
+
+    Attributes:
+      max_new_tokens: tokens per model call.
+      temperature: 0 is greedy.
+      seed: the sampling seed (unused when greedy).
+      enable_thinking: the thinking pre-fill (None: the template's default).
+      concurrency: parallel requests to an endpoint.
+      served_model: the endpoint's model name (None: ask ``/v1/models``).
+      timeout_s: per-request timeout for an endpoint.
+    """
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    seed: int = 0
+    enable_thinking: bool | None = None
+    concurrency: int = 8
+    served_model: str | None = None
+    timeout_s: float = 120.0
+
+
+def load_jax_model(path_or_name: str):
+    """(model, tokenizer) from a workdir, HF folder, ``.gguf`` or asset name."""
+    from hat_jax.train import build
+
+    p = Path(path_or_name).expanduser()
+    if build.is_workdir(p):
+        model, _ = build.model_from_workdir(p)
+        tokenizer = build.load_tokenizer(build.load_workdir_config(p).tokenizer)
+        return model, tokenizer
+    from hat_jax.loading import load_model
+
+    model, _, tokenizer = load_model(path_or_name, param_dtype="float32")
+    return model, tokenizer
+
+
+def jax_policy(path_or_name: str, opts: BackendOptions) -> Policy:
+    """Our JAX model behind a :class:`~hat_jax.harness.SamplerPolicy`."""
+    from hat_jax.harness import SamplerPolicy
+    from hat_jax.sampling import Sampler, SamplingParams
+
+    model, tokenizer = load_jax_model(path_or_name)
+    params = SamplingParams(
+        max_new_tokens=opts.max_new_tokens,
+        temperature=opts.temperature,
+        seed=opts.seed,
+    )
+    return SamplerPolicy(
+        Sampler(model, tokenizer),
+        tokenizer,
+        params,
+        enable_thinking=opts.enable_thinking,
+    )
+
+
+def served_models(base_url: str, timeout_s: float = 10.0) -> list[str]:
+    """The model ids an OpenAI-compatible server lists at ``/v1/models``."""
+    base = base_url.rstrip("/")
+    url = base + ("/models" if base.endswith("/v1") else "/v1/models")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            data = json.loads(resp.read())
+        return [m["id"] for m in data.get("data", ())]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PolicyError(f"GET {url} failed: {e}") from None
+
+
+def openai_policy(base_url: str, opts: BackendOptions) -> Policy:
+    """An OpenAI-compatible endpoint behind :class:`~hat_jax.harness.OpenAIPolicy`."""
+    model = opts.served_model
+    if model is None:
+        models = served_models(base_url)
+        if not models:
+            raise PolicyError(f"{base_url} serves no model")
+        model = models[0]
+    return OpenAIPolicy(
+        base_url,
+        model,
+        max_tokens=opts.max_new_tokens,
+        temperature=opts.temperature,
+        max_workers=opts.concurrency,
+        timeout_s=opts.timeout_s,
+        enable_thinking=opts.enable_thinking,
+        logprobs=False,
+        return_token_ids=False,
+    )
+
+
+def fixed_policy(sentence: str = FIXED_SENTENCE, opts: BackendOptions | None = None):
+    """A policy that always says ``sentence``."""
+    return ScriptedPolicy(lambda messages: sentence)
+
+
+# name -> (target, options) -> Policy; the target is a path, a URL or a sentence
+BACKENDS: dict[str, Callable[..., Policy]] = {
+    "jax": jax_policy,
+    "openai": openai_policy,
+    "fixed": fixed_policy,
+}
+
+
+def make_policy(kind: str, target: str, opts: BackendOptions | None = None) -> Policy:
+    """The policy of backend ``kind`` (``BACKENDS``) for ``target``."""
+    if kind not in BACKENDS:
+        raise ValueError(f"unknown backend {kind!r}; have {sorted(BACKENDS)}")
+    return BACKENDS[kind](target, opts or BackendOptions())

@@ -1,0 +1,118 @@
+"""Per-case eval records: one JSON object per line, appended as cases finish.
+
+A record file is the unit of resumption. :class:`RecordWriter` opens it for
+appending, reads the ids already there (``done``) and writes each new record as
+one line, flushed and fsynced, so a run killed at any moment leaves every
+finished case on disk. A line cut short by the kill (no trailing newline) is
+dropped when the file is opened again; any other unreadable line is an error,
+not something to paper over.
+
+A record (written by ``hat_jax.eval.runner``) holds: ``id``, ``suite``,
+``harness`` (the harness id), ``input``, ``tags``, ``trajectory``, ``scores``
+(name -> value) and ``rationales`` (name -> the judge's reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+Record = dict[str, Any]
+RUN_FILE = "run.json"
+
+
+def _complete_lines(path: Path) -> tuple[list[bytes], int]:
+    """The file's complete lines and the byte length they cover."""
+    data = path.read_bytes() if path.exists() else b""
+    end = data.rfind(b"\n") + 1  # 0 when there is no complete line
+    return data[:end].splitlines(), end
+
+
+def iter_records(path: str | Path) -> Iterator[Record]:
+    """The records of a file in order (a torn last line is skipped)."""
+    path = Path(path)
+    lines, _ = _complete_lines(path)
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError as e:
+            raise ValueError(f"{path}:{n}: not a JSON record ({e})") from None
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """All records of a file, in order."""
+    return list(iter_records(path))
+
+
+class RecordWriter:
+    """Appends records to a JSONL file; knows which case ids it already holds.
+
+    Args:
+      path: the file (created with its folder; a torn last line is cut off).
+
+    Attributes:
+      done: case id -> record, for every record in the file.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _, end = _complete_lines(self.path)
+        if self.path.exists() and self.path.stat().st_size != end:
+            with open(self.path, "r+b") as f:  # drop the line a kill cut short
+                f.truncate(end)
+        self.done: dict[str, Record] = {r["id"]: r for r in iter_records(self.path)}
+        self._f = open(self.path, "a", encoding="utf-8", newline="\n")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Appends one record (one line, flushed to disk before returning)."""
+        if record["id"] in self.done:
+            raise ValueError(f"{self.path}: record {record['id']!r} already written")
+        self._f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self.done[record["id"]] = dict(record)
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_run(out_dir: str | Path, config: Mapping[str, Any]) -> None:
+    """Writes ``run.json`` into a new output folder, or checks that the folder's
+    run was made with the same ``config`` (what decides the records), so a
+    resumed eval never mixes records of different settings.
+
+    Raises:
+      ValueError: naming the settings that differ.
+    """
+    path = Path(out_dir) / RUN_FILE
+    config = json.loads(json.dumps(dict(config)))  # as it reads back
+    if path.exists():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        diff = sorted(
+            k for k in set(before) | set(config) if before.get(k) != config.get(k)
+        )
+        if diff:
+            changes = ", ".join(
+                f"{k}: {before.get(k)!r} -> {config.get(k)!r}" for k in diff
+            )
+            raise ValueError(
+                f"{out_dir} holds an eval with other settings ({changes}); "
+                "use a new --out folder"
+            )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )

@@ -1,0 +1,130 @@
+"""Aggregates with percentile-bootstrap confidence intervals.
+
+Every interval here is a percentile bootstrap over cases: ``n_resamples``
+(1,000) resamples of the cases with replacement, drawn once as an index matrix
+``rng.integers(0, n, size=(n_resamples, n))`` from ``default_rng(seed)``
+(seed 0), the statistic computed on each row, and the 2.5th / 97.5th
+percentiles (numpy's default linear interpolation) reported as ``[lo, hi]``.
+Paired statistics (the harness-edit test's error reduction) resample the same
+indices in every array, so each case keeps its before/after pair. A fixed seed
+makes a summary a pure function of its records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxtyping import Float
+
+N_RESAMPLES = 1000
+CI_SEED = 0
+LEVEL = 0.95
+
+# A statistic over resampled arrays: each argument is [R, n], the result [R].
+Statistic = Callable[..., Float[np.ndarray, " R"]]
+
+
+def _mean(x: Float[np.ndarray, "R n"]) -> Float[np.ndarray, " R"]:
+    return x.mean(axis=-1)
+
+
+def bootstrap(
+    stat: Statistic,
+    *arrays: Sequence[float],
+    n_resamples: int = N_RESAMPLES,
+    seed: int = CI_SEED,
+    level: float = LEVEL,
+) -> tuple[float, float] | None:
+    """The percentile-bootstrap interval of ``stat`` over paired ``arrays``.
+
+    Args:
+      stat: maps resampled arrays (each [R, n]) to one value per resample [R];
+        resamples where it is NaN (e.g. a zero denominator) are left out.
+      *arrays: equal-length per-case values [n] (resampled with shared indices).
+      n_resamples, seed, level: see the module docstring.
+
+    Returns:
+      (lo, hi), or None with no cases or no finite resample.
+    """
+    xs = [np.asarray(a, np.float64) for a in arrays]
+    n = len(xs[0])
+    if any(len(x) != n for x in xs):
+        raise ValueError(f"paired arrays differ in length: {[len(x) for x in xs]}")
+    if n == 0:
+        return None
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.asarray(stat(*(x[idx] for x in xs)), np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    tail = (1.0 - level) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(values: Sequence[float], **kw: Any) -> tuple[float, float] | None:
+    """The bootstrap interval of the mean of ``values`` (kwargs of bootstrap)."""
+    return bootstrap(_mean, values, **kw)
+
+
+def mean_ci(values: Sequence[float], **kw: Any) -> dict[str, Any]:
+    """``{"mean", "ci": [lo, hi], "n"}`` of per-case values (None when empty)."""
+    x = np.asarray(values, np.float64)
+    ci = bootstrap_ci(x, **kw)
+    return {
+        "mean": float(x.mean()) if x.size else None,
+        "ci": list(ci) if ci else None,
+        "n": int(x.size),
+    }
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return num.sum(axis=-1) / den.sum(axis=-1)
+
+
+def weighted_mean_ci(
+    values: Sequence[float], weights: Sequence[float], **kw: Any
+) -> dict[str, Any]:
+    """``mean_ci`` of a mean weighted per case (e.g. IFEval's instruction-level
+    accuracy: per-prompt rates weighted by their number of instructions), with
+    the cases (not the weights' units) resampled."""
+    x, w = np.asarray(values, np.float64), np.asarray(weights, np.float64)
+    ci = bootstrap(_ratio, x * w, w, **kw) if x.size and w.sum() else None
+    return {
+        "mean": float((x * w).sum() / w.sum()) if x.size and w.sum() else None,
+        "ci": list(ci) if ci else None,
+        "n": int(x.size),
+    }
+
+
+def _reduction(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    b = before.mean(axis=-1)
+    return (b - after.mean(axis=-1)) / b
+
+
+def error_reduction(
+    before: Sequence[float], after: Sequence[float], **kw: Any
+) -> dict[str, Any]:
+    """Error rates before and after an edit and the relative error reduction.
+
+    Args:
+      before, after: per-case errors in [0, 1] (1 = wrong), paired by case.
+
+    Returns:
+      ``{"before": mean_ci, "after": mean_ci, "reduction": {"value", "ci"}}``;
+      reduction is ``(before - after) / before`` of the mean error rates (None
+      when nothing was wrong before), with a paired bootstrap interval.
+    """
+    b, a = np.asarray(before, np.float64), np.asarray(after, np.float64)
+    if b.shape != a.shape:
+        raise ValueError(f"unpaired errors: {b.shape} before, {a.shape} after")
+    value = float((b.mean() - a.mean()) / b.mean()) if b.size and b.mean() else None
+    ci = bootstrap(_reduction, b, a, **kw) if value is not None else None
+    return {
+        "before": mean_ci(b, **kw),
+        "after": mean_ci(a, **kw),
+        "reduction": {"value": value, "ci": list(ci) if ci else None, "n": int(b.size)},
+    }

@@ -1,0 +1,125 @@
+"""`hat eval run` (experiments.eval_cli): outputs, resumption, backends."""
+
+import json
+
+import pytest
+
+from experiments import eval_cli
+from hat_jax import assets
+from hat_jax.cli.main import main as hat
+from hat_jax.eval.records import read_records
+from hat_jax.harness import dump_harness, load_harness
+from sim.oracle import OraclePolicy
+
+SIM_SUITES = ("t1", "t2", "t3", "edit")
+
+
+def _summary(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_oracle_smoke_through_hat(tmp_path, capsys):
+    out = tmp_path / "oracle"
+    argv = ["eval", "run", "--suite", "t1,t2,t3,edit,ifeval", "--policy", "oracle"]
+    assert hat([*argv, "--limit", "3", "--out", str(out), "--no-progress"]) == 0
+    assert "ifeval: no oracle policy for this suite; skipped" in capsys.readouterr().out
+    s = _summary(out)
+    assert list(s["suites"]) == list(SIM_SUITES)
+    for name in SIM_SUITES:
+        suite = s["suites"][name]
+        assert suite["metrics"]["accuracy"]["mean"] == 1.0
+        assert len(read_records(out / name / "records.jsonl")) == suite["n"]
+    assert s["suites"]["edit"]["n"] == 6  # 3 questions, before and after
+    assert s["cases"]["full"] == 2000 + 1000 + 1200
+    md = (out / "summary.md").read_text()
+    assert "| T1 Live-Stream QA | 3 / 2000 | 100.0 [100.0, 100.0] |" in md
+    assert "| error | 0.0 [0.0, 0.0] | 0.0 [0.0, 0.0] | – |" in md
+    assert json.loads((out / "run.json").read_text())["policy"] == "oracle"
+
+
+@pytest.mark.skipif(
+    not assets.is_fetched("ifeval-input-data"), reason="hat assets fetch"
+)
+def test_fixed_sentence_through_bare_hat_eval(tmp_path):
+    out = tmp_path / "fixed"
+    argv = ["eval", "--suite", "t1,ifeval", "--policy", "fixed", "--limit", "3"]
+    assert hat([*argv, "--out", str(out), "--no-progress"]) == 0
+    s = _summary(out)["suites"]
+    assert s["t1"]["metrics"]["accuracy"]["mean"] == 0.0
+    assert s["ifeval"]["n"] == 3 and "prompt_level_strict" in s["ifeval"]["metrics"]
+    rec = read_records(out / "ifeval" / "records.jsonl")[0]
+    assert rec["harness"] == "chat" and "strict" in rec["trajectory"]["meta"]["ifeval"]
+
+
+def test_any_harness_folder(tmp_path):
+    folder = tmp_path / "my_harness"
+    dump_harness(load_harness("taolive_v2"), folder)
+    out = tmp_path / "out"
+    argv = ["--suite", "t1,t3", "--policy", "oracle", "--limit", "5"]
+    assert eval_cli.main([*argv, "--harness", str(folder), "--out", str(out)]) == 0
+    recs = read_records(out / "t1" / "records.jsonl")
+    assert {r["harness"] for r in recs} == {"taolive@2.0"}
+    assert _summary(out)["suites"]["t3"]["metrics"]["accuracy"]["mean"] == 1.0
+
+
+def test_killed_eval_restarts_to_the_same_summary(tmp_path, monkeypatch):
+    argv = ["--suite", "t1,t3", "--policy", "oracle", "--limit", "12"]
+    argv += ["--batch-size", "4", "--no-progress"]
+    assert eval_cli.main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    calls = {"n": 0}
+    generate = OraclePolicy.generate
+
+    def dies(self, *a, **kw):  # the process "dies" on the 6th model call
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise KeyboardInterrupt
+        return generate(self, *a, **kw)
+
+    monkeypatch.setattr(OraclePolicy, "generate", dies)
+    part = tmp_path / "part"
+    with pytest.raises(KeyboardInterrupt):
+        eval_cli.main([*argv, "--out", str(part)])
+    done = len(read_records(part / "t1" / "records.jsonl"))
+    assert 0 < done < 12 and not (part / "summary.json").exists()
+    monkeypatch.setattr(OraclePolicy, "generate", generate)
+    assert eval_cli.main([*argv, "--out", str(part)]) == 0
+    assert _summary(part) == _summary(tmp_path / "whole")
+    assert (part / "summary.md").read_text() == (
+        tmp_path / "whole" / "summary.md"
+    ).read_text()
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory):
+    """A 2-layer random Qwen3 with SmolLM2's tokenizer, as a HF folder."""
+    from hat_jax.checkpoints.hf import save_hf
+    from hat_jax.models import ModelConfig, build_model
+    from hat_jax.train.build import load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    cfg = ModelConfig(
+        model_type="qwen3",
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+    )
+    d = tmp_path_factory.mktemp("tiny_hf")
+    save_hf(build_model(cfg, seed=0), d, tokenizer=tok)
+    return d
+
+
+def test_jax_backend_runs_a_tiny_model(tmp_path, tiny_hf):
+    out = tmp_path / "jax"
+    argv = ["--suite", "t1", "--model", str(tiny_hf), "--limit", "2"]
+    argv += ["--max-new-tokens", "4", "--no-progress", "--out", str(out)]
+    assert eval_cli.main(argv) == 0
+    recs = read_records(out / "t1" / "records.jsonl")
+    assert len(recs) == 2
+    meta = recs[0]["trajectory"]["meta"]
+    assert meta["model_calls"] >= 1 and meta["generated_tokens"] >= 1
+    assert "generations" not in meta
+    assert recs[0]["trajectory"]["status"] in ("ok", "failed", "turn_limit")
