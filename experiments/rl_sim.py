@@ -12,12 +12,20 @@ become Episodes (``hat_jax.train.rl_batch``) and one jitted ``rl_train_step``
 updates the policy; the sampler then gets the new params.
 
 ``evaluate`` is greedy decoding on a fixed held-out set (``eval.split``, the base
-harness): the mean of each reward and their mean (``eval/reward``).
+harness): the mean of each reward and their mean (``eval/reward``) go to
+metrics.jsonl, the per-case rewards to ``eval/<step>.json`` (for paired
+comparisons); ``eval.n_cases = 0`` turns it off.
 
 Outputs in the workdir: config.json, metrics.jsonl (train rows every step; eval
 rows at step 0 when ``eval.at_start``, every ``eval.every`` steps and at the
-end), tb/, ckpt/ (the final state only; resuming an RL run is not implemented).
+end), tb/, ckpt/ (every ``train.save_every`` steps and the last, the newest
+``train.keep`` kept). Run the same command again to resume from the newest
+checkpoint: a step's tasks, harness draws and sampling seeds are functions of
+(seed, step) only, so a resumed run ends bit-identical to an uninterrupted one
+(metrics rows after the checkpoint are dropped and written again). The KL
+reference is always the starting model (``init_from``), not the checkpoint.
 
+    hat train rl --config=experiments/configs/rl_tiny.py --workdir runs/rl_tiny
     python -m experiments.rl_sim --config=experiments/configs/rl_tiny.py \\
         --workdir runs/rl_tiny
 """
@@ -39,11 +47,12 @@ from flax import nnx
 from augment import apply_spec, sample_family_spec
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.harness import SamplerPolicy, load_harness, run_turns
+from hat_jax.harness.policy import formats, thinking_prefill
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.train import build
-from hat_jax.train.metrics import MetricsWriter, check_finite
+from hat_jax.train.metrics import MetricsWriter, check_finite, read_metrics
 from hat_jax.train.rl import jit_rl_step
-from hat_jax.train.rl_batch import episode_from_trajectory, episodes_to_batch
+from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.state import init_state, make_optimizer
 from sim.binding import bind, canonical_mapping
 from sim.datasets import fault_config, make_cases
@@ -53,6 +62,7 @@ from sim.tools import SimBackend
 
 HSA_STREAM = 11  # keeps RL's augmentation draws apart from other seeded uses
 PAD_MULTIPLE = 256  # batches pad to the longest episode, rounded up (few shapes)
+TRAINED_MULTIPLE = 64  # and the trained positions per row to a multiple of this
 
 
 def rollout_binding(base, rollout, rng: np.random.Generator):
@@ -71,6 +81,42 @@ def rollout_binding(base, rollout, rng: np.random.Generator):
     return bind(base), None
 
 
+class RowChunkedPolicy:
+    """A policy that generates at most ``rows`` conversations per call.
+
+    The sampler pads a call's prompts to a power of two and attends over a
+    cache of the next power of two, so its memory grows with rows x prompt
+    length squared (16 rows of ~2,200 tokens need ~9 GB for the scores alone);
+    chunks bound it. Chunk ``c`` of a call seeded ``s`` is seeded from
+    ``(s, c)``. ``params`` reads and sets the wrapped policy's sampling params.
+    """
+
+    def __init__(self, policy, rows: int):
+        if rows < 1:
+            raise ValueError(f"rollout.max_rows must be >= 1, got {rows}")
+        self.policy, self.rows = policy, int(rows)
+
+    @property
+    def params(self):
+        return self.policy.params
+
+    @params.setter
+    def params(self, value):
+        self.policy.params = value
+
+    def generate(self, conversations, *, fmt="qwen_xml", seed=None):
+        fmts = formats(fmt, len(conversations))
+        out = []
+        for c, i in enumerate(range(0, len(conversations), self.rows)):
+            sub = None
+            if seed is not None:
+                sub = int(np.random.default_rng([seed, c]).integers(2**31))
+            out += self.policy.generate(
+                conversations[i : i + self.rows], fmt=fmts[i : i + self.rows], seed=sub
+            )
+        return out
+
+
 def rollouts(cases, bindings, policy, backend, base, *, seed: int):
     """One ``run_turns`` batch; returns (trajectories, reward dicts)."""
     requests = [case_request(c, b) for c, b in zip(cases, bindings)]
@@ -84,8 +130,12 @@ def rollouts(cases, bindings, policy, backend, base, *, seed: int):
     return trajs, scores
 
 
-def evaluate(cfg, policy, base, cases, backend) -> dict[str, float]:
-    """Mean simulator rewards of greedy rollouts on ``cases`` (base harness)."""
+def evaluate(cfg, policy, base, cases, backend) -> tuple[dict[str, float], list]:
+    """Greedy rollouts on ``cases`` (base harness).
+
+    Returns:
+      (the mean of each reward and ``eval/reward``, the per-case reward dicts).
+    """
     params = policy.params
     policy.params = dataclasses.replace(
         params, temperature=0.0, max_new_tokens=int(cfg.eval.max_new_tokens)
@@ -101,15 +151,98 @@ def evaluate(cfg, policy, base, cases, backend) -> dict[str, float]:
         f"eval/{k}": float(np.mean([s[k] for s in scores])) for k in cfg.rl.reward_names
     }
     out["eval/reward"] = float(np.mean([out[f"eval/{k}"] for k in cfg.rl.reward_names]))
-    return out
+    return out, scores
 
 
-def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, dict]:
-    """Runs ``cfg.train.steps`` RL steps (module docstring).
+def step_rollouts(cfg, step: int, pool, base, policy, backend, tokenizer):
+    """The episodes of RL step ``step`` (>= 1), a function of (seed, step).
 
     Returns:
-      (final train state, last train metrics incl. the last eval).
+      (episodes, trajectories, number of rollouts under an HSA harness).
     """
+    ro = cfg.rollout
+    n, g = int(ro.tasks), int(ro.group)
+    cases, bindings, groups, specs = [], [], [], 0
+    for i in range(n):
+        case = pool[((step - 1) * n + i) % len(pool)]
+        for j in range(g):
+            rng = np.random.default_rng([cfg.seed, step, i, j, HSA_STREAM])
+            b, spec = rollout_binding(base, ro, rng)
+            cases.append(case)
+            bindings.append(b)
+            groups.append(i)
+            specs += spec is not None
+    trajs, scores = rollouts(
+        cases, bindings, policy, backend, base, seed=cfg.seed * 100003 + step
+    )
+    prefill = tokenizer.encode(thinking_prefill(ro.enable_thinking))
+    episodes = [
+        episode_from_trajectory(
+            t,
+            tokenizer,
+            rewards=s,
+            group=grp,
+            other_segment=int(cfg.rl.other_segment),
+            on_mismatch=cfg.rl.on_mismatch,
+            prefill_ids=prefill,
+        )
+        for t, s, grp in zip(trajs, scores, groups)
+    ]
+    return episodes, trajs, specs
+
+
+def make_batch(cfg, episodes: Sequence[Episode], pad_id: int) -> dict:
+    """Pads to the longest episode and the most trained positions, rounded up."""
+    longest = max(len(e.ids) for e in episodes) - 1
+    pad_to = min(int(cfg.rl.max_len), -(-longest // PAD_MULTIPLE) * PAD_MULTIPLE)
+    trained = [int((e.segments[1 : pad_to + 1] > 0).sum()) for e in episodes]
+    width = -(-max(max(trained), 1) // TRAINED_MULTIPLE) * TRAINED_MULTIPLE
+    return episodes_to_batch(
+        episodes,
+        pad_to=pad_to,
+        pad_trained=min(width, pad_to),
+        reward_names=cfg.rl.reward_names,
+        pad_id=pad_id,
+    )
+
+
+def rollout_metrics(cfg, episodes, trajs, specs: int) -> dict[str, float]:
+    """Host-side metrics of one step's rollouts."""
+    max_len = int(cfg.rl.max_len)
+    return {
+        "rl/mismatch_runs": float(sum(e.mismatches for e in episodes)),
+        "rl/hsa_share": specs / len(trajs),
+        "rl/status_ok": float(np.mean([t.status == "ok" for t in trajs])),
+        "rl/truncated": float(sum(len(e.ids) - 1 > max_len for e in episodes)),
+    }
+
+
+def progress_line(step: int, steps: int, m: dict[str, float]) -> str:
+    reward = np.mean([v for k, v in m.items() if k.startswith("rl/reward/")])
+    ev = f"eval {m['eval/reward']:.3f} " if "eval/reward" in m else ""
+    return (
+        f"step {step}/{steps} loss {m['train/loss']:.4f} reward {reward:.3f} "
+        f"{ev}{m['rl/step_s']:.1f}s"
+    )
+
+
+def _trim_metrics(path: str, last_step: int) -> None:
+    # Rows logged after the checkpoint we resume from are logged again; drop them.
+    if os.path.exists(path):
+        rows = [r for r in read_metrics(path) if r.get("step", 0) <= last_step]
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict]:
+    """Runs (or resumes) ``cfg.train.steps`` RL steps (module docstring).
+
+    Returns:
+      (final train state, graphdef, last train metrics incl. the last eval).
+    """
+    lora = cfg.get("lora")
+    if lora is not None and int(lora.get("rank") or 0) > 0:
+        raise ValueError("HSA-RL trains all params; LoRA (lora.rank > 0) is not wired")
     workdir = os.fspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     tokenizer = build.load_tokenizer(cfg.tokenizer)
@@ -130,88 +263,68 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, dict]:
         ),
         enable_thinking=ro.enable_thinking,
     )
+    if int(ro.get("max_rows") or 0):
+        policy = RowChunkedPolicy(policy, int(ro.max_rows))
     graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=int(cfg.seed))
-    ref_params = jax.tree.map(jnp.copy, state.params)
+    ref_params = jax.tree.map(jnp.copy, state.params)  # the starting policy
     step_fn = jit_rl_step(graphdef, cfg)
     base = load_harness(ro.harness)
     backend = SimBackend(fault_config(float(ro.fault_rate)), seed=int(cfg.seed))
     pool = make_cases(ro.split, int(cfg.seed), int(ro.n_cases))
-    held_out = make_cases(cfg.eval.split, int(cfg.seed), int(cfg.eval.n_cases))
-    steps, n, g = int(cfg.train.steps), int(ro.tasks), int(ro.group)
-    last: dict[str, float] = {}
-    with (
-        MetricsWriter(workdir) as writer,
-        Checkpointer(os.path.join(workdir, "ckpt"), save_every=steps, keep=1) as ckpt,
-    ):
-        if cfg.eval.at_start:
-            writer.write(0, evaluate(cfg, policy, base, held_out, backend))
-        for step in range(1, steps + 1):
-            t0 = time.perf_counter()
-            cases, bindings, groups, specs = [], [], [], 0
-            for i in range(n):
-                case = pool[((step - 1) * n + i) % len(pool)]
-                for j in range(g):
-                    rng = np.random.default_rng([cfg.seed, step, i, j, HSA_STREAM])
-                    b, spec = rollout_binding(base, ro, rng)
-                    cases.append(case)
-                    bindings.append(b)
-                    groups.append(i)
-                    specs += spec is not None
-            trajs, scores = rollouts(
-                cases, bindings, policy, backend, base, seed=cfg.seed * 100003 + step
-            )
-            episodes = [
-                episode_from_trajectory(
-                    t,
-                    tokenizer,
-                    rewards=s,
-                    group=grp,
-                    other_segment=int(cfg.rl.other_segment),
-                    on_mismatch=cfg.rl.on_mismatch,
-                )
-                for t, s, grp in zip(trajs, scores, groups)
-            ]
-            longest = max(len(e.ids) for e in episodes) - 1
-            pad_to = min(
-                int(cfg.rl.max_len), -(-longest // PAD_MULTIPLE) * PAD_MULTIPLE
-            )
-            batch = episodes_to_batch(
-                episodes,
-                pad_to=pad_to,
-                reward_names=cfg.rl.reward_names,
-                pad_id=tokenizer.pad_id,
-            )
-            rollout_s = time.perf_counter() - t0
-            rng = jax.random.fold_in(state.rng, step)
-            state, metrics = step_fn(state, batch, rng, ref_params)
-            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            check_finite(step, metrics)
+    n_eval = int(cfg.eval.n_cases)
+    held_out = make_cases(cfg.eval.split, int(cfg.seed), n_eval) if n_eval else []
+
+    def run_eval(step: int) -> dict[str, float]:
+        # the means go to metrics.jsonl, the per-case rewards to eval/<step>.json
+        if not held_out:
+            return {}
+        t0 = time.perf_counter()
+        means, scores = evaluate(cfg, policy, base, held_out, backend)
+        means["eval/seconds"] = time.perf_counter() - t0
+        os.makedirs(os.path.join(workdir, "eval"), exist_ok=True)
+        with open(os.path.join(workdir, "eval", f"{step}.json"), "w") as f:
+            json.dump(scores, f)
+        return means
+
+    steps, every, last = int(cfg.train.steps), int(cfg.eval.every), {}
+    with Checkpointer(
+        os.path.join(workdir, "ckpt"),
+        save_every=int(cfg.train.save_every),
+        keep=int(cfg.train.keep),
+    ) as ckpt:
+        start = 0
+        restored = ckpt.restore_latest(state)
+        if restored is not None:
+            state, _, start = restored
             sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
-            metrics.update(
-                {
-                    "rl/mismatch_runs": float(sum(e.mismatches for e in episodes)),
-                    "rl/hsa_share": specs / len(trajs),
-                    "rl/status_ok": float(np.mean([t.status == "ok" for t in trajs])),
-                    "rl/truncated": float(
-                        sum(len(e.ids) - 1 > int(cfg.rl.max_len) for e in episodes)
-                    ),
-                    "rl/rollout_s": rollout_s,
-                    "rl/step_s": time.perf_counter() - t0,
-                }
-            )
-            if step % int(cfg.eval.every) == 0 or step == steps:
-                metrics.update(evaluate(cfg, policy, base, held_out, backend))
-            writer.write(step, metrics)
-            if progress:
-                print(
-                    f"step {step}/{steps} loss {metrics['train/loss']:.4f} "
-                    f"gap {metrics['rl/logprob_gap_max']:.2e} "
-                    f"{metrics['rl/step_s']:.1f}s",
-                    flush=True,
+        # rows after the checkpoint (all of them without one) are written again
+        _trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
+        with MetricsWriter(workdir) as writer:
+            if start == 0 and cfg.eval.at_start and held_out:
+                writer.write(0, run_eval(0))
+            for step in range(start + 1, steps + 1):
+                t0 = time.perf_counter()
+                episodes, trajs, specs = step_rollouts(
+                    cfg, step, pool, base, policy, backend, tokenizer
                 )
-            last = metrics
-        ckpt.maybe_save(steps, state, extra={}, force=True)
-    return state, last
+                batch = make_batch(cfg, episodes, tokenizer.pad_id)
+                rollout_s = time.perf_counter() - t0
+                rng = jax.random.fold_in(state.rng, step)
+                state, metrics = step_fn(state, batch, rng, ref_params)
+                metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                check_finite(step, metrics)
+                sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
+                metrics.update(rollout_metrics(cfg, episodes, trajs, specs))
+                metrics["rl/rollout_s"] = rollout_s
+                metrics["rl/step_s"] = time.perf_counter() - t0
+                if (every and step % every == 0) or step == steps:
+                    metrics.update(run_eval(step))
+                writer.write(step, metrics)
+                if progress:
+                    print(progress_line(step, steps, metrics), flush=True)
+                last = metrics
+                ckpt.maybe_save(step, state, extra={}, force=step == steps)
+    return state, graphdef, last
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,25 +1,49 @@
 """Stage 3 (HSA-RL) on a tiny Qwen3 model in the simulator, on CPU.
 
 The model is sft_tiny's (2-layer Qwen3, hidden 64, SmolLM2's tokenizer); start it
-from an SFT run with ``init_from`` (a random model earns ~0 reward: this config
-from scratch only shows the loop runs). Each step takes ``tasks`` simulator cases
-and ``group`` rollouts each; with ``hsa`` on, each rollout gets a harness sampled
-from an HSA family with probability ``hsa_p``, so a group mixes harnesses.
+from an SFT run with ``init_from`` (from scratch it earns only the reward of
+making no tool call: this config without ``init_from`` only shows the loop
+runs). Each step takes ``tasks`` simulator cases and ``group`` rollouts each;
+with ``hsa`` on, each rollout gets a harness sampled from an HSA family with
+probability ``hsa_p``, so a group mixes harnesses. Evaluation: greedy, on
+``eval_cases`` held-out dev-split cases under the base harness, at step 0 and
+every ``eval.every`` steps and at the end.
 
-Memory: the step holds [B, T, V] float32 logits several times over (forward,
-softmax grad, the reference pass), B = tasks * group, T up to ``rl.max_len``, V
-= 49,152: by that count ~6 GB at B = 4, T = 2,048 (an estimate); B = 8 with T
-up to 4,096 was killed for memory at 14 GB on a 23 GB machine (the RL step has
-no micro-batching yet). One step from scratch with these defaults took 34 s on
-2 busy CPU cores, compiles included.
+Recipe (2 shared CPU cores; the times measured there)::
 
-Launch::
+    hat sim generate --harness taolive_v1 --n 1000 --seed 0 --split train \
+        --out /tmp/rlwork/sft_base.jsonl                              # 5 s
+    hat train sft --config=experiments/configs/sft_tiny.py:steps=500,lr=3e-3,\
+data=/tmp/rlwork/sft_base.jsonl --workdir /tmp/rlwork/sft_b            # ~26 min
+    hat train rl --config=experiments/configs/rl_tiny.py:steps=4,tasks=2,\
+group=8,lr=3e-4 --workdir /tmp/rlwork/rl_2l \
+        --config.init_from=/tmp/rlwork/sft_b                         # ~14 min
+    python -m experiments.plot_curve /tmp/rlwork/rl_2l/metrics.jsonl \
+        --keys eval/reward eval/accuracy eval/effectiveness \
+        eval/tool_rationality eval/skill_selection \
+        --out docs/rl_tiny_2layer_curve.svg \
+        --summary docs/rl_tiny_2layer_curve.json --eval-dir /tmp/rlwork/rl_2l/eval
 
-    python -m experiments.rl_sim --config=experiments/configs/rl_tiny.py:steps=20 \\
-        --workdir runs/rl_tiny init_from=runs/sft_tiny
+Measured with that recipe (docs/rl_tiny_2layer_curve.json): eval/reward 0.125
+at step 0 and 0.125 after 4 steps on 32 cases, every case the same. The SFT
+model writes no valid tool call, greedy or sampled (it loops on ``<think>`` and
+XML tags), so all rollouts of a group earn the same rewards: both segments'
+advantages were exactly 0 at every step and the update was the KL term alone.
+This model does not learn the task at this SFT budget; RL needs a start that
+sometimes succeeds.
+
+Cost (same machine): 16 rollouts take 85-175 s a step, nearly all of it the
+sampler's prefill of the ~1,400-2,200-token prompts (its cached attention path
+runs ~18x slower than the training forward of the same prompt); a greedy
+evaluation of 32 cases ~3-6 min. Memory: the step computes logits only at the
+trained positions and splits the batch into ``micro_batch`` episodes (XLA's
+temp buffers for 8 episodes x 3,072 positions: 2.4 GiB); the sampler gets at
+most ``rollout.max_rows`` conversations per call (16 rows of ~2,200 tokens in
+one call were killed for memory at 17.5 GB).
 
 Arguments (`:k=v,...`): steps, tasks, group, lr, hsa, max_new_tokens, kl_coef,
-ratio. Feeds no paper table on its own: the smoke-test scale of HSA-RL.
+ratio, micro_batch, save_every, eval_cases. Feeds no paper table on its own:
+the smoke-test scale of HSA-RL.
 """
 
 from __future__ import annotations
@@ -35,9 +59,12 @@ DEFAULTS = {
     "group": 4,
     "lr": 1e-5,
     "hsa": True,
-    "max_new_tokens": 64,
+    "max_new_tokens": 160,  # SFT assistant messages: p99 130, max 172 tokens
     "kl_coef": 0.01,
     "ratio": "sequence",
+    "micro_batch": 8,
+    "save_every": 10,
+    "eval_cases": 32,
 }
 
 REWARDS = ("accuracy", "effectiveness", "tool_rationality", "skill_selection")
@@ -49,7 +76,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.stage = "rl"
     del c.data
     c.optim.warmup_steps = 0
-    c.train.save_every = max(a.steps, 1)
+    c.train.save_every = max(a.save_every, 1)
     c.rl = ml_collections.ConfigDict(
         {
             "reward_names": REWARDS,
@@ -66,13 +93,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "aggregation": "token-mean",
             "kl_coef": a.kl_coef,
             "kl_estimator": "k3",
-            "inner_steps": 1,
+            "inner_steps": 1,  # optimiser updates per batch of rollouts
             "old_logp": "sampler",  # or "trainer": recomputed before the update
             "other_segment": 0,  # rejected replies / unreadable outputs: untrained
             "on_mismatch": "skip",  # or "splice" (rl_batch docstring)
-            "max_len": 2048,  # most positions per episode (longer ones are cut)
+            # most positions per episode (longer ones are cut): sim episodes are
+            # 1,800-2,900 tokens
+            "max_len": 3072,
+            "micro_batch": a.micro_batch,  # episodes per micro-batch; 0 = all
         }
     )
+    c.optim.total_steps = a.steps * c.rl.inner_steps  # the schedule counts updates
     c.rollout = ml_collections.ConfigDict(
         {
             "harness": "taolive_v1",
@@ -86,13 +117,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "hsa_family": "tool_renames",
             "hsa_p": 0.5,  # share of rollouts under an augmented harness
             "fault_rate": 0.0,
-            "enable_thinking": False,
+            # None: the model opens its own <think> block, as in the SFT data
+            # (the oracle's messages all carry reasoning)
+            "enable_thinking": None,
+            # conversations per sampler call (0 = all): bounds the sampler's
+            # memory, which grows with rows x prompt length squared
+            "max_rows": 4,
         }
     )
     c.eval = ml_collections.ConfigDict(
         {
             "split": "dev",
-            "n_cases": 8,
+            "n_cases": a.eval_cases,  # 0: no evaluation
             "every": 5,
             "at_start": True,  # the step-0 evaluation (the curve's first point)
             "max_new_tokens": a.max_new_tokens,

@@ -5,9 +5,11 @@ Examples:
       --workdir runs/sft_tiny --config.data.train=data/sft.jsonl
   hat train sft --config=experiments/configs/sft_tiny.py --workdir runs/sft_tiny \\
       --config.init_from=smollm2-135m-instruct --config.optim.lr=1e-4
-  hat train opd --config=experiments/configs/opd_tiny.py:steps=50 --workdir runs/opd \
-      --config.data.train=data/prompts.jsonl --config.init_from=runs/sft_tiny \
+  hat train opd --config=experiments/configs/opd_tiny.py:steps=50 --workdir runs/opd \\
+      --config.data.train=data/prompts.jsonl --config.init_from=runs/sft_tiny \\
       --config.init_teacher_from=smollm2-135m-instruct
+  hat train rl --config=experiments/configs/rl_tiny.py:steps=20 --workdir runs/rl \\
+      --config.init_from=runs/sft_tiny
 
 The workdir receives config.json, metrics.jsonl, tb/ (TensorBoard) and ckpt/; run
 the same command again to resume from its latest checkpoint (data order included).
@@ -17,16 +19,40 @@ from __future__ import annotations
 
 import importlib
 import sys
+from importlib.metadata import entry_points
 
 from hat_jax.cli.config_flags import add_config_args
 
-# stage -> "module:function" of its runner `run(cfg, workdir, progress=...)`; imported
-# lazily so `hat --help` stays fast. RL lives in experiments (it needs the simulator).
-STAGES = {"sft": "hat_jax.train.sft:run_sft", "opd": "hat_jax.train.opd:run_opd"}
+# stage -> "module:function" of its runner `run(cfg, workdir, progress=...)`, which
+# returns (state, graphdef, last metrics); imported lazily so `hat --help` stays
+# fast. Packages above hat_jax add stages through the entry-point group
+# `hat.stages` (setup.py: `rl = experiments.rl_sim:run_rl`, it needs the simulator).
+BUILTIN_STAGES = {
+    "sft": "hat_jax.train.sft:run_sft",
+    "opd": "hat_jax.train.opd:run_opd",
+}
+STAGE_GROUP = "hat.stages"
+
+
+def stages() -> dict[str, str]:
+    """The built-in stages merged with those declared in `hat.stages` entry points.
+
+    A plugin may not replace a built-in stage (the built-in wins).
+    """
+    found = {ep.name: ep.value for ep in entry_points(group=STAGE_GROUP)}
+    return {**found, **BUILTIN_STAGES}
+
+
+def load_runner(spec: str):
+    """The runner function named by `"module:function"`."""
+    module, sep, fn = spec.partition(":")
+    if not sep or not fn:
+        raise ValueError(f"a stage runner must be 'module:function', got {spec!r}")
+    return getattr(importlib.import_module(module), fn)
 
 
 def add_arguments(p) -> None:
-    p.add_argument("stage", choices=STAGES, help="which training stage to run")
+    p.add_argument("stage", choices=sorted(stages()), help="which stage to run")
     p.add_argument("--workdir", required=True, help="run folder (created; resumed)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
@@ -41,9 +67,16 @@ def run(args) -> int:
     except ConfigError as e:
         print(f"hat train: error: {e}", file=sys.stderr)
         return 2
+    table = stages()
+    if args.stage not in table:
+        print(f"hat train: error: unknown stage {args.stage!r}", file=sys.stderr)
+        return 2
     try:
-        module, fn = STAGES[args.stage].split(":")
-        runner = getattr(importlib.import_module(module), fn)
+        runner = load_runner(table[args.stage])
+    except ImportError as e:  # a plugin stage whose package is not installed here
+        print(f"hat train: error: stage {args.stage!r}: {e}", file=sys.stderr)
+        return 2
+    try:
         _, _, last = runner(cfg, args.workdir, progress=not args.no_progress)
     except NonFiniteError as e:
         print(f"hat train: error: {e}", file=sys.stderr)

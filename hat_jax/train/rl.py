@@ -2,9 +2,14 @@
 
     rewards [N, G, R] ─┬─ tool table ── GDPO (+ -CoT penalty) ─> A_tool  [N, G]
                        └─ reply table ─ GDPO (+ -CoT penalty) ─> A_reply [N, G]
-    segments [B, T] + A_tool, A_reply ─> per-token advantages [B, T]
-    logp (current params) vs old_logp (sampler) ─> PPO clip (token) / GSPO
-    (sequence) surrogate + kl_coef * KL(pi || ref) ─> AdamW, `inner_steps` times
+    trained_pos [B, K] gathers targets, segments, old_logp at the trained
+    positions; segments + A_tool, A_reply ─> per-token advantages [B, K]
+    B episodes ─> A micro-batches of M = B / A (``rl.micro_batch``), each:
+        decoder over [M, T] ─> logits at its K trained positions [M, K, V]
+        ─> logp [M, K] vs old_logp ─> PPO clip (token) / GSPO (sequence)
+        surrogate + kl_coef * KL(pi || ref)
+    grads summed over the micro-batches, each weighted by its share of the
+    batch's loss units ─> AdamW, ``inner_steps`` times
 
 Environment-agnostic: episodes come from ``hat_jax.train.rl_batch`` (any rollout
 source; the simulator wiring is ``experiments/rl_sim.py``). Config group
@@ -12,7 +17,18 @@ source; the simulator wiring is ``experiments/rl_sim.py``). Config group
 segment_rewards (segment -> {reward: weight}), length_penalty (coef,
 tool_target, reply_target), ratio (``"token"`` | ``"sequence"``), clip_eps,
 clip_eps_high, aggregation, kl_coef, kl_estimator (``"k1"`` | ``"k3"``),
-inner_steps, old_logp (``"sampler"`` | ``"trainer"``).
+inner_steps, old_logp (``"sampler"`` | ``"trainer"``), micro_batch (episodes
+per micro-batch; None or 0: the whole batch at once).
+
+Advantages need the whole group, so they are computed on the full batch before
+it is split. The update with micro-batches equals the full-batch one up to float
+rounding: both loss terms are means over the batch, so a micro-batch's mean is
+weighted by its share of the batch's units (``AGGREGATION_UNITS``: trained
+tokens for ``token-mean`` and for the KL term, sequences with a trained token
+for ``seq-mean-token-mean``) and the weighted gradients are summed in a
+``lax.scan``, as ``hat_jax.train.sft`` does. The reference and (``old_logp =
+"trainer"``) old log-probs are computed the same way, one micro-batch at a time,
+so no [B, T, V] array is ever built.
 
 The CoT length penalty enters as one more reward column per segment (value
 ``-length_penalty(reasoning tokens of that segment)``, weight 1), so GDPO
@@ -22,13 +38,12 @@ per sequence, over all its trained tokens (both segments).
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import ml_collections
 import optax
 from flax import nnx
+from jaxtyping import Array, Float
 
 from hat_jax.losses.policy import (
     get_advantage,
@@ -39,19 +54,32 @@ from hat_jax.losses.policy import (
     segment_masks,
 )
 from hat_jax.losses.sft import token_logprobs
-from hat_jax.train.sft import packed_forward
 from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
 
 __all__ = [
+    "AGGREGATION_UNITS",
     "SEGMENTS",
     "compute_advantages",
+    "gather_trained",
     "jit_rl_step",
+    "num_micro_batches",
     "rl_logprobs",
     "rl_train_step",
     "segment_weights",
 ]
 
 SEGMENTS = ("tool", "reply")  # segment ids 1 and 2
+
+# aggregation -> per-row count of the units its loss averages over, from the
+# [B, K] trained mask; a micro-batch's loss is weighted by its share of them.
+AGGREGATION_UNITS = {
+    "token-mean": lambda trained: jnp.sum(trained, axis=-1),
+    "seq-mean-token-mean": lambda trained: (jnp.sum(trained, axis=-1) > 0).astype(
+        jnp.float32
+    ),
+}
+ROW_KEYS = ("inputs", "positions", "attn")  # [B, T]: the decoder's inputs
+AUX_KEYS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
 
 
 def segment_weights(rl) -> dict[str, jax.Array]:
@@ -95,13 +123,129 @@ def compute_advantages(rewards, reasoning, rl) -> dict[str, jax.Array]:
     return out
 
 
-def rl_logprobs(params, frozen, batch, *, graphdef) -> jax.Array:
-    """[B, T] log-probs of ``batch["targets"]`` under ``params``, in float32."""
+def gather_trained(batch: dict) -> dict[str, jax.Array]:
+    """The batch's per-token arrays at its trained positions.
+
+    Args:
+      batch: from ``episodes_to_batch``: targets, segments [B, T] int32,
+        old_logp [B, T] float32, trained_pos [B, K] int32 (-1 = padding).
+
+    Returns:
+      idx (positions, padding clipped to 0), targets, segments (0 on padding)
+      [B, K] int32; old_logp [B, K] float32 (0 on padding).
+    """
+    pos = batch["trained_pos"]  # [B, K]
+    valid = pos >= 0
+    idx = jnp.maximum(pos, 0)
+
+    def take(x):
+        return jnp.take_along_axis(x, idx, axis=1)
+
+    return {
+        "idx": idx,
+        "targets": take(batch["targets"]),
+        "segments": jnp.where(valid, take(batch["segments"]), 0),
+        "old_logp": jnp.where(valid, take(batch["old_logp"]), 0.0),
+    }
+
+
+def _logprobs(params, frozen, rows, *, graphdef) -> Float[Array, "M K"]:
+    # decoder over [M, T], the LM head at the K gathered positions only
     model = nnx.merge(graphdef, params, frozen)
-    logits = packed_forward(
-        model, batch["inputs"], batch["positions"], batch["attn"]
-    )  # [B, T, V]
-    return token_logprobs(logits=logits, targets=batch["targets"])
+    hidden, _, _ = model.hidden_states(
+        rows["inputs"], rows["positions"], rows["attn"]
+    )  # [M, T, D]
+    h = jnp.take_along_axis(hidden, rows["idx"][..., None], axis=1)  # [M, K, D]
+    return token_logprobs(logits=model.logits(h), targets=rows["targets"])
+
+
+def rl_logprobs(params, frozen, batch, *, graphdef) -> Float[Array, "B K"]:
+    """Log-probs (float32) of the targets at ``batch["trained_pos"]``.
+
+    Entry ``[b, k]`` is the log-prob of ``targets[b, trained_pos[b, k]]``; 0
+    where ``trained_pos`` is padding (-1).
+    """
+    g = gather_trained(batch)
+    rows = {k: batch[k] for k in ROW_KEYS} | {k: g[k] for k in ("idx", "targets")}
+    logp = _logprobs(params, frozen, rows, graphdef=graphdef)
+    return jnp.where(batch["trained_pos"] >= 0, logp, 0.0)
+
+
+def num_micro_batches(batch_size: int, micro_batch: int | None) -> int:
+    """A, the number of micro-batches of ``micro_batch`` episodes (1 = no split).
+
+    Raises:
+      ValueError: ``micro_batch`` does not divide ``batch_size``.
+    """
+    m = int(micro_batch or 0)
+    if m < 0:
+        raise ValueError(f"rl.micro_batch must be >= 0 or None, got {m}")
+    if m == 0 or m >= batch_size:
+        return 1
+    if batch_size % m:
+        raise ValueError(
+            f"rl.micro_batch={m} does not divide the batch's {batch_size} episodes "
+            "(rollout.tasks * rollout.group)"
+        )
+    return batch_size // m
+
+
+def _shares(units: Float[Array, " B"], a: int) -> Float[Array, " A"]:
+    # each micro-batch's share of the batch's units (all 0 when there are none)
+    per = units.reshape(a, -1).sum(-1)
+    return per / jnp.maximum(per.sum(), 1.0)
+
+
+def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl):
+    """One micro-batch's weighted loss and weighted metric terms."""
+    logp = _logprobs(params, frozen, rows, graphdef=graphdef)  # [M, K]
+    trained = (rows["segments"] > 0).astype(jnp.float32)
+    pg, m = policy_loss(
+        logp=logp,
+        old_logp=rows["old"],
+        advantages=rows["advantages"],
+        mask=trained,
+        clip_eps=float(rl.clip_eps),
+        clip_eps_high=rl.get("clip_eps_high"),
+        ratio=rl.ratio,
+        aggregation=rl.aggregation,
+    )
+    kl = jnp.zeros(())
+    if "ref" in rows:
+        kl, _ = kl_penalty(
+            logp=logp, ref_logp=rows["ref"], mask=trained, estimator=rl.kl_estimator
+        )
+    loss = w_pg * pg + float(rl.kl_coef) * w_tok * kl
+    gap = jnp.max(jnp.abs(logp - rows["old_logp"]) * trained, initial=0.0)
+    aux = {
+        "pg_loss": w_pg * pg,
+        "kl": w_tok * kl,
+        "clip_fraction": w_tok * m["clip_fraction"],
+        "ratio_mean": w_tok * m["ratio_mean"],
+        "approx_kl": w_tok * m["approx_kl"],
+    }
+    return loss, (jax.lax.stop_gradient(aux), jax.lax.stop_gradient(gap))
+
+
+def _accumulated_grads(params, frozen, micro, w_pg, w_tok, *, graphdef, rl):
+    """Sum over the A micro-batches of the weighted loss's grads (``lax.scan``)."""
+    grad_fn = jax.value_and_grad(_micro_loss, has_aux=True)
+
+    def body(carry, xs):
+        grads, loss, aux, gap = carry
+        rows, wp, wt = xs
+        (ls, (a, gp)), g = grad_fn(
+            params, frozen, rows, wp, wt, graphdef=graphdef, rl=rl
+        )
+        grads = jax.tree.map(jnp.add, grads, g)
+        aux = jax.tree.map(jnp.add, aux, a)
+        return (grads, loss + ls, aux, jnp.maximum(gap, gp)), None
+
+    zero = jnp.zeros((), jnp.float32)
+    aux0 = dict.fromkeys(AUX_KEYS, zero)
+    init = (jax.tree.map(jnp.zeros_like, params), zero, aux0, zero)
+    (grads, loss, aux, gap), _ = jax.lax.scan(body, init, (micro, w_pg, w_tok))
+    return grads, loss, aux, gap
 
 
 def rl_train_step(
@@ -111,7 +255,8 @@ def rl_train_step(
 
     Args:
       state: the train state.
-      batch: from ``episodes_to_batch`` (``old_logp`` = the sampler's log-probs).
+      batch: from ``episodes_to_batch`` (``old_logp`` = the sampler's log-probs;
+        B = N * G rows, split into micro-batches of ``cfg.rl.micro_batch``).
       rng: unused (kept for the common step signature).
       graphdef: the model's static graph.
       ref_params: reference-policy params for the KL term (same structure as
@@ -125,70 +270,72 @@ def rl_train_step(
       tokens; old params = sampler params there), rl/adv_tool_mean_abs,
       rl/adv_reply_mean_abs, rl/reward/<name> (batch means), rl/tokens_*,
       train/grad_norm, train/param_norm, train/update_norm, train/lr.
+
+    Raises:
+      ValueError: an unknown ``rl.aggregation`` or ``rl.old_logp``,
+        ``rl.inner_steps`` < 1, or a ``rl.micro_batch`` that does not divide B.
     """
     del rng
     rl = cfg.rl
-    masks = segment_masks(batch["segments"])
-    trained = masks["trained"].astype(jnp.float32)
-    adv = compute_advantages(batch["rewards"], batch["reasoning"], rl)
-    token_adv = segment_advantages(
-        tool_advantages=adv["tool"],
-        reply_advantages=adv["reply"],
-        segment_ids=batch["segments"],
-    )
-    logp_fn = functools.partial(rl_logprobs, batch=batch, graphdef=graphdef)
-    kl_coef = float(rl.kl_coef)
-    ref_logp = (
-        jax.lax.stop_gradient(logp_fn(ref_params, state.frozen)) if kl_coef else None
-    )
-    old = batch["old_logp"]
-    if rl.old_logp == "trainer":  # old = the current params, recomputed
-        old = jax.lax.stop_gradient(logp_fn(state.params, state.frozen))
-    elif rl.old_logp != "sampler":
-        raise ValueError(f"rl.old_logp must be 'sampler' or 'trainer': {rl.old_logp}")
-
-    def loss_fn(params):
-        logp = logp_fn(params, state.frozen)
-        loss, m = policy_loss(
-            logp=logp,
-            old_logp=old,
-            advantages=token_adv,
-            mask=trained,
-            clip_eps=float(rl.clip_eps),
-            clip_eps_high=rl.get("clip_eps_high"),
-            ratio=rl.ratio,
-            aggregation=rl.aggregation,
+    if rl.aggregation not in AGGREGATION_UNITS:
+        raise ValueError(
+            f"rl.aggregation must be one of {sorted(AGGREGATION_UNITS)}: "
+            f"{rl.aggregation!r}"
         )
-        m = dict(m, pg_loss=loss, kl=jnp.zeros(()))
-        if kl_coef:
-            kl, km = kl_penalty(
-                logp=logp, ref_logp=ref_logp, mask=trained, estimator=rl.kl_estimator
-            )
-            loss = loss + kl_coef * kl
-            m["kl"] = km["kl"]
-        return loss, (m, logp)
-
+    if rl.old_logp not in ("sampler", "trainer"):
+        raise ValueError(f"rl.old_logp must be 'sampler' or 'trainer': {rl.old_logp}")
     inner = int(rl.inner_steps)
     if inner < 1:
         raise ValueError(f"rl.inner_steps must be >= 1, got {inner}")
+    b = batch["inputs"].shape[0]
+    a = num_micro_batches(b, rl.get("micro_batch"))
+
+    adv = compute_advantages(batch["rewards"], batch["reasoning"], rl)  # whole group
+    g = gather_trained(batch)  # [B, K] each
+    rows = {k: batch[k] for k in ROW_KEYS} | g
+    rows["advantages"] = segment_advantages(
+        tool_advantages=adv["tool"],
+        reply_advantages=adv["reply"],
+        segment_ids=g["segments"],
+    )  # [B, K]
+    micro = jax.tree.map(lambda x: x.reshape(a, b // a, *x.shape[1:]), rows)
+
+    def logp_all(params):  # [A, M, K], no grad, one micro-batch at a time
+        out = jax.lax.map(
+            lambda r: _logprobs(params, state.frozen, r, graphdef=graphdef), micro
+        )
+        return jax.lax.stop_gradient(out)
+
+    if float(rl.kl_coef):
+        micro["ref"] = logp_all(ref_params)
+    micro["old"] = micro["old_logp"]
+    if rl.old_logp == "trainer":  # old = the current params, recomputed
+        micro["old"] = logp_all(state.params)
+
+    trained = (g["segments"] > 0).astype(jnp.float32)  # [B, K]
+    w_pg = _shares(AGGREGATION_UNITS[rl.aggregation](trained), a)  # [A]
+    w_tok = _shares(AGGREGATION_UNITS["token-mean"](trained), a)  # [A]
+
     tx = make_optimizer(cfg.optim)
     params, opt_state = state.params, state.opt_state
     first = None
     for i in range(inner):  # unrolled: inner_steps is small (1-4)
-        (loss, (m, logp)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        grads, loss, aux, gap = _accumulated_grads(
+            params, state.frozen, micro, w_pg, w_tok, graphdef=graphdef, rl=rl
+        )
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         if i == 0:
-            gap = jnp.abs(logp - batch["old_logp"]) * trained
-            first = (loss, m, jnp.max(gap), grads, updates)
-    loss, m, gap, grads, updates = first
+            first = (loss, aux, gap, grads, updates)
+    loss, aux, gap, grads, updates = first
+    masks = segment_masks(batch["segments"])
     metrics = {
         "train/loss": loss,
-        "rl/pg_loss": m["pg_loss"],
-        "rl/kl": m["kl"],
-        "rl/clip_fraction": m["clip_fraction"],
-        "rl/ratio_mean": m["ratio_mean"],
-        "rl/approx_kl_old": m["approx_kl"],
+        "rl/pg_loss": aux["pg_loss"],
+        "rl/kl": aux["kl"],
+        "rl/clip_fraction": aux["clip_fraction"],
+        "rl/ratio_mean": aux["ratio_mean"],
+        "rl/approx_kl_old": aux["approx_kl"],
         "rl/logprob_gap_max": gap,
         "rl/adv_tool_mean_abs": jnp.mean(jnp.abs(adv["tool"])),
         "rl/adv_reply_mean_abs": jnp.mean(jnp.abs(adv["reply"])),

@@ -5,10 +5,13 @@ the agent loop keeps in ``traj.meta["generations"]`` (sampled ids + log-probs).
 
 Alignment. ``trajectory_to_tokens`` renders the conversation; each assistant
 message is one contiguous run of loss-mask tokens and model call ``k`` wrote
-assistant message ``k``. A run is *aligned* when the sampled ids are its suffix
-(the thinking pre-fill, prompt not output, comes before them) or, for a call cut
-at ``max_new_tokens``, its prefix (the render appends ``<|im_end|>``). Aligned
-sampled tokens are trained with the sampler's log-probs. Otherwise (the loop
+assistant message ``k``. A run is *aligned* when it starts with the policy's
+pre-fill ids (``prefill_ids``: the thinking pre-fill, prompt not output) and
+then the sampled ids; after them only the render's tail may follow (the
+``<|im_end|>`` it appends to a call cut at ``max_new_tokens``). Anything else
+before the sampled ids (e.g. a ``<think>`` the render adds to an output that
+closed a think block it never opened) is a context the sampler did not see.
+Aligned sampled tokens are trained with the sampler's log-probs. Otherwise (the loop
 re-renders parsed messages, so a stripped space or a BPE re-split changes ids)
 the run is a *mismatch*, counted in ``Episode.mismatches``, and by
 ``on_mismatch``: ``"skip"`` (default) keeps the rendered ids as context and
@@ -105,6 +108,7 @@ def episode_from_trajectory(
     fmt: str | None = None,
     other_segment: int = 0,
     on_mismatch: str = "skip",
+    prefill_ids: Sequence[int] = (),
 ) -> Episode:
     """An Episode from an agent-loop trajectory (module docstring).
 
@@ -117,10 +121,13 @@ def episode_from_trajectory(
       other_segment: segment of assistant messages that are neither tool calls nor
         the final reply.
       on_mismatch: ``"skip"`` or ``"splice"``.
+      prefill_ids: the ids the policy pre-fills after the assistant header
+        (``tokenizer.encode(thinking_prefill(enable_thinking))``).
     """
     if on_mismatch not in ("skip", "splice"):
         raise ValueError(f"on_mismatch must be 'skip' or 'splice': {on_mismatch!r}")
     fmt = fmt or traj.meta.get("fmt", "qwen_xml")
+    prefill = np.asarray(prefill_ids, np.int32)
     ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
     msgs = [m for m in traj.messages if m.get("role") == "assistant"]
     gens = traj.meta.get("generations") or []
@@ -142,13 +149,12 @@ def episode_from_trajectory(
         tok = np.asarray(gen["tokens"] if gen else [], np.int32)
         lps = np.asarray((gen or {}).get("logprobs") or [], np.float32)
         n, r = len(tok), len(rendered)
-        ok = gen is not None and 0 < n == len(lps) and n <= r
+        ok = gen is not None and 0 < n == len(lps)
         seg_run = np.zeros(r, np.int32)
         lp_run = np.zeros(r, np.float32)
-        if ok and np.array_equal(rendered[r - n :], tok):
-            seg_run[r - n :], lp_run[r - n :] = sid, lps
-        elif ok and np.array_equal(rendered[:n], tok):
-            seg_run[:n], lp_run[:n] = sid, lps
+        p = len(prefill)
+        if ok and p + n <= r and np.array_equal(rendered[: p + n], np.r_[prefill, tok]):
+            seg_run[p : p + n], lp_run[p : p + n] = sid, lps
         else:
             mismatches += 1
             if on_mismatch == "splice" and gen is not None and n == len(lps) > 0:
@@ -179,6 +185,7 @@ def episodes_to_batch(
     episodes: Sequence[Episode],
     *,
     pad_to: int,
+    pad_trained: int | None = None,
     reward_names: Sequence[str] | None = None,
     pad_id: int = 0,
 ) -> dict[str, np.ndarray]:
@@ -190,11 +197,19 @@ def episodes_to_batch(
     ``segments`` and ``old_logp`` are aligned with the targets. Episodes longer
     than ``pad_to + 1`` tokens are cut (their tail is not trained).
 
+    ``trained_pos`` lists, per row, the positions ``t`` with ``segments > 0`` in
+    order, padded with -1 to K = ``pad_trained`` (default: the most any row has,
+    at least 1); the trainer computes logits at these K positions only.
+
     Returns:
       inputs, targets, positions, attn (1 on real tokens) [B, T] int32;
-      segments [B, T] int32; old_logp [B, T] float32; rewards [N, G, R]
-      float32 (R in ``reward_names`` order, default: sorted names);
-      reasoning [B, 2] float32 (tool, reply).
+      segments [B, T] int32; old_logp [B, T] float32; trained_pos [B, K] int32;
+      rewards [N, G, R] float32 (R in ``reward_names`` order, default: sorted
+      names); reasoning [B, 2] float32 (tool, reply).
+
+    Raises:
+      ValueError: unequal groups, or a row with more than ``pad_trained``
+        trained positions.
     """
     order: dict[int, list[Episode]] = {}
     for ep in episodes:
@@ -224,6 +239,14 @@ def episodes_to_batch(
         out["segments"][i, :m] = ep.segments[1 : m + 1]
         out["old_logp"][i, :m] = ep.logprobs[1 : m + 1]
         out["reasoning"][i] = ep.reasoning
+    where = [np.flatnonzero(row > 0) for row in out["segments"]]
+    most = max(max(len(w) for w in where), 1)
+    width = most if pad_trained is None else int(pad_trained)
+    if most > width:
+        raise ValueError(f"a row has {most} trained positions > pad_trained={width}")
+    out["trained_pos"] = np.full((b, width), -1, np.int32)
+    for i, w in enumerate(where):
+        out["trained_pos"][i, : len(w)] = w
     rewards = [[ep.rewards[k] for k in names] for ep in rows]
     out["rewards"] = np.asarray(rewards, np.float32).reshape(n, g, len(names))
     return out

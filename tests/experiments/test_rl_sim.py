@@ -1,18 +1,32 @@
-"""One HSA-RL step through the real simulator with a tiny random model."""
+"""HSA-RL through the real simulator with a tiny random model: a step, resume."""
 
 import json
 
+import jax
 import numpy as np
+import pytest
 
-from experiments.rl_sim import rollout_binding, run_rl
+from experiments.rl_sim import RowChunkedPolicy, rollout_binding, run_rl
 from hat_jax.cli.config_flags import load_config
 from hat_jax.harness import load_harness
+from hat_jax.train.metrics import read_metrics
 
 CONFIG = "experiments/configs/rl_tiny.py"
 
 
-def tiny_overrides(**kw) -> list[str]:
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    """SmolLM2's tokenizer as tokenizer.json (loads faster than the GGUF)."""
+    from hat_jax.train.build import load_tokenizer
+
+    d = tmp_path_factory.mktemp("tokenizer")
+    load_tokenizer("smollm2-135m-instruct").save(d)
+    return d
+
+
+def tiny_overrides(tokenizer=None, **kw) -> list[str]:
     base = {
+        **({"tokenizer": str(tokenizer)} if tokenizer else {}),
         "model.hidden_size": 32,
         "model.intermediate_size": 64,
         "model.head_dim": 8,
@@ -42,16 +56,46 @@ def test_rollouts_mix_harnesses():
     assert base.id not in ids and len(ids) > 1
 
 
-def test_one_rl_step_end_to_end(tmp_path):
-    cfg = load_config(f"{CONFIG}:steps=1,hsa=True", tiny_overrides())
-    state, last = run_rl(cfg, tmp_path, progress=False)
-    assert int(state.step) == 1
+def test_row_chunked_policy_splits_calls_and_seeds():
+    calls = []
+
+    class Echo:
+        params = "p"
+
+        def generate(self, conversations, *, fmt, seed):
+            calls.append((len(conversations), tuple(fmt), seed))
+            return [c[0] for c in conversations]
+
+    pol = RowChunkedPolicy(Echo(), 2)
+    convs = [[i] for i in range(5)]
+    fmts = ["a", "b", "c", "d", "e"]
+    assert pol.generate(convs, fmt=fmts, seed=7) == [0, 1, 2, 3, 4]
+    assert [c[:2] for c in calls] == [(2, ("a", "b")), (2, ("c", "d")), (1, ("e",))]
+    seeds = [c[2] for c in calls]
+    assert len(set(seeds)) == 3
+    pol.generate(convs, fmt="x", seed=7)
+    assert [c[2] for c in calls[3:]] == seeds  # a function of (seed, chunk)
+    pol.params = "q"
+    assert pol.policy.params == "q" and pol.params == "q"
+    with pytest.raises(ValueError, match="max_rows"):
+        RowChunkedPolicy(Echo(), 0)
+
+
+def test_one_rl_step_end_to_end(tmp_path, tokenizer_dir):
+    cfg = load_config(f"{CONFIG}:steps=1,hsa=True", tiny_overrides(tokenizer_dir))
+    state, graphdef, last = run_rl(cfg, tmp_path, progress=False)
+    assert int(state.step) == 1 and graphdef is not None
     rows = [
         json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()
     ]
     assert [r["step"] for r in rows] == [1]
     train = rows[0]
+    assert train == {"step": 1, **last}
     assert 0.0 <= train["eval/reward"] <= 1.0
+    cases = json.loads((tmp_path / "eval" / "1.json").read_text())  # per case
+    assert len(cases) == 2
+    acc = np.mean([c["accuracy"] for c in cases])
+    assert train["eval/accuracy"] == pytest.approx(acc)
     for key in (
         "train/loss",
         "rl/logprob_gap_max",
@@ -66,3 +110,49 @@ def test_one_rl_step_end_to_end(tmp_path):
     assert train["rl/tokens_reply"] + train["rl/tokens_tool"] > 0
     assert (tmp_path / "config.json").exists()
     assert any((tmp_path / "ckpt").iterdir())
+
+
+def test_resumed_run_is_bit_identical(tmp_path, tokenizer_dir):
+    """1 step, then resumed to 2 == 2 straight (a checkpoint every step;
+    micro-batches of one episode). Kept to 4 steps: each costs seconds."""
+    over = tiny_overrides(
+        tokenizer_dir,
+        **{
+            "eval.n_cases": 0,  # no evaluation: training only
+            "optim.total_steps": 2,  # the same schedule for both lengths
+            "train.save_every": 1,
+            "rl.micro_batch": 1,
+            "optim.lr": 1e-3,  # large enough that the params move visibly
+        },
+    )
+    resumed, straight = tmp_path / "resumed", tmp_path / "straight"
+    cfg1 = load_config(f"{CONFIG}:steps=1", over)
+    first, _, _ = run_rl(cfg1, resumed, progress=False)
+    at1 = jax.tree.map(np.asarray, first.params)
+    cfg = load_config(f"{CONFIG}:steps=2", over)
+    a, _, _ = run_rl(cfg, resumed, progress=False)
+    b, _, _ = run_rl(cfg, straight, progress=False)
+    assert int(a.step) == int(b.step) == 2
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    moved = jax.tree.map(lambda p, q: np.abs(p - q).max(), at1, a.params)
+    assert max(jax.tree.leaves(moved)) > 0  # step 2 did train after the resume
+    assert sorted(p.name for p in (resumed / "ckpt").iterdir()) == ["1", "2"]
+    rows_a = read_metrics(resumed / "metrics.jsonl")
+    rows_b = read_metrics(straight / "metrics.jsonl")
+    assert [r["step"] for r in rows_a] == [1, 2]
+    # Every metric but the timing; the sampler's log-probs (ratio, gap) show
+    # that it resumed with the checkpoint's params.
+    timing = ("rl/rollout_s", "rl/step_s")
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        assert {k: v for k, v in ra.items() if k not in timing} == {
+            k: v for k, v in rb.items() if k not in timing
+        }
+
+
+def test_lora_is_rejected_before_any_work(tmp_path):
+    cfg = load_config(f"{CONFIG}:steps=1", tiny_overrides(**{"lora.rank": 4}))
+    with pytest.raises(ValueError, match="LoRA"):
+        run_rl(cfg, tmp_path / "w", progress=False)
+    assert not (tmp_path / "w").exists()

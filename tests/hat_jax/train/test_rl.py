@@ -143,6 +143,33 @@ def test_mismatched_run_is_counted_then_skipped_or_spliced(tokenizer):
     assert (splice.segments == 2).sum() == len(sampled)
 
 
+def test_tokens_the_render_adds_before_the_sampled_ones_are_a_mismatch(tokenizer):
+    """An output that closes a think block it never opened is re-rendered with a
+    ``<think>`` in front: a context the sampler never saw, so not trained; the
+    same ids as the policy's pre-fill are the prompt's and align."""
+    traj = _traj(tokenizer)
+    run = traj.meta["generations"][0]["tokens"]
+    head = tokenizer.encode("<think>")
+    assert run[: len(head)] == head
+    traj.meta["generations"][0] = {
+        "tokens": run[len(head) :],
+        "logprobs": [-0.5] * (len(run) - len(head)),
+    }
+    rewards = dict.fromkeys(REWARDS, 0.0)
+    ep = episode_from_trajectory(traj, tokenizer, rewards=rewards, group=0)
+    assert ep.mismatches == 1 and (ep.segments == 1).sum() == 0
+    assert (ep.segments == 2).sum() > 0  # the reply run still aligns
+    ep = episode_from_trajectory(
+        traj, tokenizer, rewards=rewards, group=0, prefill_ids=head
+    )
+    assert (ep.segments == 1).sum() == len(run) - len(head)
+    # the pre-fill applies to every call: the reply run, rendered without it,
+    # is now the mismatch
+    assert ep.mismatches == 1 and (ep.segments == 2).sum() == 0
+    first = np.flatnonzero(ep.loss_mask)[0]
+    assert (ep.segments[first : first + len(head)] == 0).all()  # the pre-fill
+
+
 # ---------------------------------------------------------------- advantages
 def _np_gdpo(r, w, eps=1e-6):
     z = (r - r.mean(1, keepdims=True)) / (r.std(1, keepdims=True) + eps)
@@ -183,7 +210,7 @@ def test_advantages_match_numpy(coef):
 
 
 # ---------------------------------------------------------------- the step
-def _random_batch(vocab, n=2, g=3, t=12, seed=0):
+def random_batch(vocab, n=2, g=3, t=12, seed=0):
     rng = np.random.default_rng(seed)
     eps = []
     for i in range(n * g):
@@ -227,7 +254,7 @@ def test_rl_step_runs_three_steps(rl):
     before = jax.tree.map(np.asarray, state.params)
     step = jit_rl_step(graphdef, cfg)
     for s in range(3):
-        state, m = step(state, _random_batch(64, seed=s), jax.random.key(s), ref)
+        state, m = step(state, random_batch(64, seed=s), jax.random.key(s), ref)
         m = jax.device_get(m)
         assert all(np.isfinite(v) for v in m.values()), m
     assert int(state.step) == 3 * cfg.rl.inner_steps
@@ -344,5 +371,8 @@ def test_agent_loop_episode_context_matches_the_sampler_prompt(tokenizer):
         first = first[: np.argmax(np.diff(np.r_[first, -1]) != 1) + 1]  # run 0
         trained = first[ep.segments[first] > 0] - 1  # target-aligned positions
         assert len(trained) > 0
-        gap = np.abs(np.asarray(logp[i, trained]) - batch["old_logp"][i, trained])
+        # logp is over the K gathered positions: row i's k-th is trained_pos[i, k]
+        ks = np.flatnonzero(np.isin(batch["trained_pos"][i], trained))
+        assert len(ks) == len(trained)
+        gap = np.abs(np.asarray(logp[i, ks]) - batch["old_logp"][i, trained])
         assert gap.max() <= 1e-4, gap
