@@ -75,16 +75,16 @@ class GatedAttention(nnx.Module):
         k = self.k_norm(self.k_proj(x).reshape(b, t, self.n_kv, h))  # [B, T, K, H]
         v = self.v_proj(x).reshape(b, t, self.n_kv, h)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if cache is None:  # whole sequences (training, prefill): the fused kernel
-            out = fused_attention(q, k, v, allowed)
-        else:
+        if cache is not None:
             cache = (
                 write_cache(cache[0], k, positions),
                 write_cache(cache[1], v, positions),
             )
-            k, v = cache
+        if allowed.shape[-1] == t:  # keys are this call's: training, fresh prefill
+            out = fused_attention(q, k, v, allowed)
+        else:  # keys are the cache's slots (decoding, verifying drafts)
             out = dot_product_attention(
-                q, k.astype(q.dtype), v.astype(q.dtype), allowed
+                q, cache[0].astype(q.dtype), cache[1].astype(q.dtype), allowed
             )
         out = out.reshape(b, t, n * h) * jax.nn.sigmoid(gate)
         return self.o_proj(out), cache

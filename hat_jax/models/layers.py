@@ -202,13 +202,13 @@ class Attention(nnx.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if kv is None:  # whole sequences (training, prefill): the fused kernel
-            out = fused_attention(q, k, v, allowed)
-        else:
+        if kv is not None:
             kv = (write_cache(kv[0], k, positions), write_cache(kv[1], v, positions))
-            k, v = kv
+        if allowed.shape[-1] == t:  # keys are this call's: training, fresh prefill
+            out = fused_attention(q, k, v, allowed)
+        else:  # keys are the cache's slots (decoding, verifying drafts)
             out = dot_product_attention(
-                q, k.astype(q.dtype), v.astype(q.dtype), allowed
+                q, kv[0].astype(q.dtype), kv[1].astype(q.dtype), allowed
             )
         return self.o_proj(out.reshape(b, t, -1)), kv
 

@@ -152,12 +152,19 @@ class CausalLM(nnx.Module):
             router_logits=routers,
         )
 
-    def hidden_states(self, tokens, positions=None, mask=None, cache=None):
-        """The decoder without the LM head: (hidden [B, T, D], cache, router logits)."""
+    def hidden_states(
+        self, tokens, positions=None, mask=None, cache=None, *, prefill=False
+    ):
+        """The decoder without the LM head: (hidden [B, T, D], cache, router logits).
+
+        `prefill=True` promises an empty `cache` and `tokens` at positions 0..T-1
+        (right-padded): attention then runs over this call's keys with the fused
+        kernel (not over all cache slots) while the keys are written to the cache.
+        """
         b, t = tokens.shape
         if positions is None:
             positions = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
-        cache_len = None if cache is None else cache[0][0].shape[1]
+        cache_len = None if cache is None or prefill else cache[0][0].shape[1]
         allowed = attention_mask(positions, mask, cache_len)  # [B, T, S]
         cos, sin = rope_tables(positions, self.config)
         x = self.embed_tokens(tokens)  # [B, T, D]

@@ -139,16 +139,21 @@ class Qwen35MoeLM(CausalLM):
                 norm=norm,
             )
 
-    def hidden_states(self, tokens, positions=None, mask=None, cache=None):
+    def hidden_states(
+        self, tokens, positions=None, mask=None, cache=None, *, prefill=False
+    ):
         """The decoder without the LM head: (hidden [B, T, D], cache, router logits).
 
         `mask` [B, T] marks real tokens: attention ignores padded keys and the
         DeltaNet layers skip padded steps, also when writing a cache.
+        `prefill=True` promises an empty `cache` and positions 0..T-1: attention
+        runs over this call's keys (fused kernel) while writing the cache.
         """
         b, t = tokens.shape
         if positions is None:
             positions = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
-        allowed = attention_mask(positions, mask, kv_slots(cache))  # [B, T, S]
+        slots = None if prefill else kv_slots(cache)
+        allowed = attention_mask(positions, mask, slots)  # [B, T, S]
         cos, sin = rope_tables(positions, self.config, self.config.rotary_dim)
         x = self.embed_tokens(tokens)  # [B, T, D]
         new_cache, routers = [], []

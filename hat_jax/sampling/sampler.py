@@ -96,7 +96,9 @@ def _prefill(
     # The mask keeps padding out of recurrent (linear-attention) states; KV caches
     # need none (later tokens overwrite the padded slots).
     mask = positions < lengths[:, None]
-    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
+    hidden, cache, _ = model.hidden_states(
+        tokens, positions, mask, cache=cache, prefill=True
+    )
     last_h = jnp.take_along_axis(
         hidden, (lengths - 1)[:, None, None], axis=1
     )  # [B,1,D]

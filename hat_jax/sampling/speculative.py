@@ -114,7 +114,9 @@ def _prefill(graphdef, params, tokens, lengths, cache, mtp_cache, *, k, max_new,
     b, p = tokens.shape
     positions = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
     mask = positions < lengths[:, None]
-    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
+    hidden, cache, _ = model.hidden_states(
+        tokens, positions, mask, cache=cache, prefill=True
+    )
     last_i = lengths - 1
     last_h = jnp.take_along_axis(hidden, last_i[:, None, None], axis=1)  # [B, 1, D]
     last_logits = model.logits(last_h)[:, 0]  # [B, V]
