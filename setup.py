@@ -24,6 +24,7 @@ INSTALL_REQUIRES = [
     "tensorflow-datasets==4.9.10",  # builders + data_source over ArrayRecord; no TF
     "nltk==3.10.4",  # IFEval: Punkt sentences and words (punkt_tab from the assets)
     "langdetect==1.0.9",  # IFEval: response language
+    "matplotlib==3.11.2",  # paper/ figures (PNG)
     "numpy>=2.0,<3",
 ]
 
@@ -36,7 +37,7 @@ setup(
     python_requires=">=3.11,<3.12",
     packages=find_packages(
         include=["hat_jax", "hat_jax.*", "augment", "augment.*", "sim", "sim.*"]
-        + ["experiments", "experiments.*"]
+        + ["serving", "serving.*", "experiments", "experiments.*", "paper", "paper.*"]
     ),
     # Harness folders shipped with the package (Markdown, YAML, JSON: data only).
     package_data={
@@ -55,7 +56,18 @@ setup(
     entry_points={
         "console_scripts": ["hat=hat_jax.cli.main:main"],
         # Subcommands from packages above hat_jax (imports flow one way).
-        "hat.commands": ["augment=augment.cli", "sim=experiments.sim_cli"],
+        "hat.commands": [
+            "augment=augment.cli",
+            "sim=experiments.sim_cli",
+            "world=experiments.world.cli",
+            "run=experiments.driver.run_cmd",
+            "sweep=experiments.driver.sweep_cmd",
+            "paper=paper.cli",
+            "export=serving.export_cmd",
+            "serve=serving.serve_cmd",
+            "trace=serving.trace_cmd",
+            "replay=serving.replay_cmd",
+        ],
         # Training stages beside the built-in sft/opd (`hat train rl`).
         "hat.stages": ["rl=experiments.rl_sim:run_rl"],
         # `hat eval` subcommands beside the built-in ifeval-score (`hat eval run`).

@@ -1,0 +1,102 @@
+"""The tiny world's own assets: base-stage data, OPD prompts, a BPE tokenizer.
+
+`base` writes general-ability trajectories (constrained instructions, generic
+tool use with random schemas, chit-chat) in the JSONL form of `hat sim
+generate`; `prompts` writes general chat prompts for `hat train opd`;
+`tokenizer` trains a byte-level BPE on the rendered text of any such files.
+All output is a function of the arguments.
+
+Examples:
+  hat world base --n 2000 --seed 0 --out data/base.jsonl
+  hat world prompts --n 1000 --seed 0 --out data/prompts.jsonl
+  hat world tokenizer data/train.jsonl data/base.jsonl data/prompts.jsonl \\
+      --vocab-size 2048 --out data/tokenizer
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+def add_arguments(p) -> None:
+    sub = p.add_subparsers(dest="world_command", required=True)
+    for name, help_ in (
+        ("base", "write base-stage trajectories as JSONL"),
+        ("prompts", "write general chat prompts as JSONL"),
+    ):
+        g = sub.add_parser(name, help=help_)
+        g.add_argument("--n", type=int, required=True, help="number of lines")
+        g.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+        g.add_argument("--out", required=True, help="output JSONL file")
+    t = sub.add_parser("tokenizer", help="train a byte-level BPE on JSONL files")
+    t.add_argument("files", nargs="+", help="JSONL trajectories or prompts")
+    t.add_argument("--vocab-size", type=int, default=2048, help="default 2048")
+    t.add_argument("--out", required=True, help="output folder")
+
+
+def _counts(c: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in c.items())
+
+
+def _write(args, make: Callable[..., dict[str, int]], what: str) -> int:
+    if args.n < 1:
+        raise ValueError(f"--n must be positive, got {args.n}")
+    t0 = time.perf_counter()
+    counts = make(args.out, n=args.n, seed=args.seed)
+    print(
+        f"wrote {args.n} {what} to {args.out} ({_counts(counts)}; "
+        f"{time.perf_counter() - t0:.1f} s)"
+    )
+    return 0
+
+
+def _base(args) -> int:
+    from experiments.world.base_data import write_base_data
+
+    return _write(args, write_base_data, "base trajectories")
+
+
+def _prompts(args) -> int:
+    from experiments.world.prompts import write_prompts
+
+    return _write(args, write_prompts, "prompts")
+
+
+def _tokenizer(args) -> int:
+    from experiments.world.tokenizer import train_tokenizer
+
+    for f in args.files:
+        if not Path(f).is_file():
+            raise ValueError(f"{f}: no such file (expected a JSONL file)")
+    t0 = time.perf_counter()
+    tok = train_tokenizer(args.files, vocab_size=args.vocab_size, out=args.out)
+    print(
+        f"trained a {tok.vocab_size}-token BPE on {len(args.files)} file(s) into "
+        f"{args.out} ({time.perf_counter() - t0:.1f} s)"
+    )
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "base": _base,
+    "prompts": _prompts,
+    "tokenizer": _tokenizer,
+}
+
+
+def run(args) -> int:
+    return COMMANDS[args.world_command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``hat world`` on its own (for tests and ``python -m experiments.world.cli``)."""
+    parser = argparse.ArgumentParser(prog="hat world", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""A table as Markdown and LaTeX (booktabs), and how its cells are written.
+
+Cells are plain Unicode text ("80.3 ± 2.1", "–", "−7.7"); ``to_latex`` escapes
+LaTeX's special characters and maps the few Unicode signs to math. Values are
+fractions in the results and percentages (or percentage points) in the cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from paper.results import Stat
+
+MISSING = "–"
+WIDE = 7  # columns from which a LaTeX table is set as table* in a smaller font
+RULE = None  # a row that is a horizontal rule (a midrule in LaTeX)
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "±": r"$\pm$",
+    "–": "--",
+    "—": "---",
+    "−": "$-$",
+    "Δ": r"$\Delta$",
+    "→": r"$\rightarrow$",
+    "×": r"$\times$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+}
+
+
+def escape_latex(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped (one pass per char)."""
+    return "".join(_LATEX.get(c, c) for c in str(text))
+
+
+def escape_md(text: str) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return str(text).replace("|", r"\|").replace("\n", " ")
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.1f}".replace("-", "−")
+
+
+def pm(s: Stat | None) -> str:
+    """ "80.3 ± 2.1" (%, ± half the 95 % interval), "80.3" without one, or "–"."""
+    if s is None or s.mean is None:
+        return MISSING
+    text = f"{100 * s.mean:.1f}"
+    return text if s.half is None else f"{text} ± {100 * s.half:.1f}"
+
+
+def diff(s: Stat | None) -> str:
+    """A difference in points: "+1.2 [−0.5, +3.0]" (95 % interval) or "–"."""
+    if s is None or s.mean is None:
+        return MISSING
+    text = _signed(100 * s.mean)
+    if s.lo is None:
+        return text
+    return f"{text} [{_signed(100 * s.lo)}, {_signed(100 * s.hi)}]"
+
+
+def ci(s: Stat | None) -> str:
+    """A value in % with its interval: "51.7 [40.2, 60.3]" (signs as −) or "–"."""
+    if s is None or s.mean is None:
+        return MISSING
+    text = f"{100 * s.mean:.1f}"
+    if s.lo is not None:
+        text += f" [{100 * s.lo:.1f}, {100 * s.hi:.1f}]"
+    return text.replace("-", "−")
+
+
+def paper_cell(x: float | None, signed: bool = False) -> str:
+    """A number from the paper (already in % or points)."""
+    if x is None:
+        return MISSING
+    return _signed(x) if signed else f"{x:.1f}"
+
+
+def n_range(stats: Sequence[Stat | None]) -> str:
+    """The cases behind a column: "40", "20–40" or "–"."""
+    ns = sorted({s.n for s in stats if s is not None and s.mean is not None})
+    if not ns:
+        return MISSING
+    return str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+
+
+@dataclasses.dataclass
+class Table:
+    """A rendered table.
+
+    Attributes:
+      name: the registry name (file stem).
+      title: a heading.
+      caption: what the numbers are, the scale, the source of the paper's ones.
+      header: column names.
+      rows: cell rows; ``RULE`` (None) draws a rule between row groups.
+      notes: footnotes.
+      align: LaTeX column alignment ("l" + "r" per further column by default).
+
+    Tables wider than ``WIDE`` columns span both columns of a two-column page
+    (``table*``) in a smaller font.
+    """
+
+    name: str
+    title: str
+    caption: str
+    header: list[str]
+    rows: list[list[str] | None]
+    notes: list[str] = dataclasses.field(default_factory=list)
+    align: str | None = None
+
+    def to_markdown(self) -> str:
+        lines = [f"## {self.title}", "", self.caption, ""]
+        lines.append("| " + " | ".join(map(escape_md, self.header)) + " |")
+        lines.append("|" + "|".join(["---"] + ["--:"] * (len(self.header) - 1)) + "|")
+        for row in self.rows:
+            if row is not RULE:
+                lines.append("| " + " | ".join(map(escape_md, row)) + " |")
+        if self.notes:
+            lines += [""] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        align = self.align or "l" + "r" * (len(self.header) - 1)
+        caption = escape_latex(f"{self.title}. {self.caption}")
+        env = "table*" if len(self.header) > WIDE else "table"
+        lines = [
+            "% requires \\usepackage{booktabs}",
+            rf"\begin{{{env}}}[t]",
+            r"\centering",
+            r"\scriptsize" if env == "table*" else r"\small",
+            rf"\caption{{{caption}}}",
+            rf"\label{{tab:{self.name}}}",
+            rf"\begin{{tabular}}{{{align}}}",
+            r"\toprule",
+            " & ".join(map(escape_latex, self.header)) + r" \\",
+            r"\midrule",
+        ]
+        for row in self.rows:
+            if row is RULE:
+                lines.append(r"\midrule")
+            else:
+                lines.append(" & ".join(map(escape_latex, row)) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        if self.notes:
+            lines.append(r"\par\smallskip\footnotesize")
+            lines += [escape_latex(n) + r"\par" for n in self.notes]
+        lines.append(rf"\end{{{env}}}")
+        return "\n".join(lines) + "\n"
