@@ -1,0 +1,1 @@
+"""Serving: export for vLLM, launch recipes, traces and the complete-agent replay."""

@@ -1,0 +1,64 @@
+"""A trace's messages as agent-loop requests, with the simulator's rooms behind them.
+
+The rooms are rebuilt from the trace header (``sim.datasets.make_cases``), each
+message finds its case by id and is checked against the stored text, and each
+request carries the room in ``meta`` for ``sim.tools.SimBackend`` (as
+``sim.oracle.case_request`` does). Tools run without random faults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hat_jax.harness import Harness, TurnRequest, load_harness
+from serving.trace import Message, Trace, TraceError
+from sim.binding import bind
+from sim.oracle import case_request
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One message to replay: when it arrives and the request it becomes."""
+
+    index: int
+    message: Message
+    request: TurnRequest
+    harness: Harness
+
+    @property
+    def t(self) -> float:
+        return self.message.t
+
+
+def trace_jobs(trace: Trace, path: str = "<trace>") -> list[Job]:
+    """The trace's messages as :class:`Job` records, in arrival order.
+
+    Raises:
+      TraceError: a message's case is unknown to the simulator, or its text
+        differs from what the simulator renders now.
+    """
+    from sim.datasets import make_cases
+
+    h = trace.header
+    per_room = h["messages_per_room"]
+    n_rooms = 1 + max(s.room_index for s in trace.sessions)
+    cases = make_cases(
+        h["split"], h["seed"], per_room * n_rooms, messages_per_room=per_room
+    )
+    by_id = {c.case_id: c for c in cases}
+    bindings = {}
+    for s in trace.sessions:
+        if s.harness not in bindings:
+            bindings[s.harness] = bind(load_harness(s.harness))
+    jobs = []
+    for i, m in enumerate(trace.messages):
+        case = by_id.get(m.case)
+        if case is None:
+            raise TraceError(path, 0, f"a simulator case for message {i}", m.case)
+        if case.message.text != m.text:
+            raise TraceError(
+                path, 0, f"message {i} text {case.message.text!r} (simulator)", m.text
+            )
+        binding = bindings[trace.session(m.session).harness]
+        jobs.append(Job(i, m, case_request(case, binding), binding.harness))
+    return jobs

@@ -1,0 +1,151 @@
+"""The complete-agent latency replay: a trace through the agent loop, measured.
+
+:func:`replay` runs a trace once per concurrency level against one backend,
+chosen by name in ``BACKENDS``: ``embedded`` (our JAX sampler, virtual clock,
+batched model calls; see ``serving.schedule``) or ``endpoint`` (an
+OpenAI-compatible server on the wall clock, spec-decode counters from its
+``/metrics``). It writes, under ``out``:
+
+- ``replay.json``: per concurrency level the summary (``serving.metrics``) and
+  every turn's record;
+- ``replay.md``: the Markdown table;
+- ``latency_cdf.png``: the latency CDF per concurrency level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from serving import metrics, prom
+from serving.cases import Job
+from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
+from serving.schedule import TurnRecord, run_real, run_virtual
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayOptions:
+    """How to replay.
+
+    Attributes:
+      max_new_tokens: per model call.
+      mtp_k: drafts per step for the embedded sampler (0: no MTP).
+      timeout_s: per model call (endpoint); a slower turn is an error.
+      time_scale: arrival times are divided by it (endpoint only).
+      label: the backend's name in the table.
+    """
+
+    max_new_tokens: int = 128
+    mtp_k: int = 0
+    timeout_s: float = 60.0
+    time_scale: float = 1.0
+    label: str = ""
+
+
+def _embedded(target, opts: ReplayOptions):
+    """(policy, runner, spec reader) for a JAX model (workdir / HF folder / model)."""
+    if isinstance(target, tuple):  # (model, tokenizer), as tests build them
+        model, tokenizer = target
+    else:
+        from hat_jax.eval.backends import load_jax_model
+
+        model, tokenizer = load_jax_model(str(target))
+    k = opts.mtp_k if getattr(model, "mtp", None) is not None else 0
+    if opts.mtp_k and not k:
+        print(f"note: {target} has no MTP head; decoding without drafts")
+    policy = EmbeddedPolicy(
+        model, tokenizer, max_new_tokens=opts.max_new_tokens, mtp_k=k
+    )
+
+    def runner(jobs, backend, concurrency):
+        return run_virtual(jobs, policy, backend, concurrency=concurrency)
+
+    return policy, runner, None
+
+
+def _endpoint(url: str, opts: ReplayOptions):
+    policy = EndpointPolicy(
+        url,
+        served_model(url),
+        max_new_tokens=opts.max_new_tokens,
+        timeout_s=opts.timeout_s,
+    )
+
+    def runner(jobs, backend, concurrency):
+        return run_real(
+            jobs, policy, backend, concurrency=concurrency, time_scale=opts.time_scale
+        )
+
+    return policy, runner, lambda: prom.read_spec(url)
+
+
+# name -> (target, options) -> (policy, runner, spec reader or None)
+BACKENDS: dict[str, Callable[..., tuple]] = {
+    "embedded": _embedded,
+    "endpoint": _endpoint,
+}
+
+
+def _record(r: TurnRecord) -> dict[str, Any]:
+    d = dataclasses.asdict(r)
+    d.update(latency=r.latency, queue_s=r.queue_s)
+    return d
+
+
+def replay(
+    jobs: Sequence[Job],
+    backend_kind: str,
+    target: Any,
+    out: str | Path,
+    *,
+    concurrency: Sequence[int] = (1,),
+    opts: ReplayOptions = ReplayOptions(),
+    tool_backend=None,
+) -> dict[str, Any]:
+    """Replays ``jobs`` at each concurrency level; writes and returns the results."""
+    from sim.tools import SimBackend
+
+    if backend_kind not in BACKENDS:
+        raise ValueError(f"unknown backend {backend_kind!r}; have {sorted(BACKENDS)}")
+    _, runner, read_spec = BACKENDS[backend_kind](target, opts)
+    tools = tool_backend or SimBackend(None, seed=0)
+    label = opts.label or backend_kind + (f" mtp{opts.mtp_k}" if opts.mtp_k else "")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs, rows, curves = [], [], {}
+    for c in concurrency:
+        before = read_spec() if read_spec else None
+        records = runner(jobs, tools, c)
+        spec = prom.spec_delta(before, read_spec()) if read_spec else None
+        summary = metrics.summarize(records, spec)
+        runs.append(
+            {
+                "concurrency": c,
+                "summary": summary,
+                "spec_counters": spec,
+                "turns": [_record(r) for r in records],
+            }
+        )
+        rows.append(metrics.table_row(label, c, summary))
+        served = [r.latency for r in records if r.status not in ("error", "timeout")]
+        curves[f"{label} c={c}"] = served
+        lat = summary["latency_s"]
+        print(
+            f"[{label} c={c}] {len(records)} msgs P50 {lat['p50']:.3f}s "
+            f"P95 {lat['p95']:.3f}s errors {summary['errors']} "
+            f"timeouts {summary['timeouts']}"
+        )
+    result = {
+        "backend": backend_kind,
+        "target": str(target) if not isinstance(target, tuple) else "<in-memory>",
+        "options": dataclasses.asdict(opts),
+        "clock": "virtual" if backend_kind == "embedded" else "wall",
+        "runs": runs,
+    }
+    (out / "replay.json").write_text(json.dumps(result, indent=1, default=float))
+    (out / "replay.md").write_text(metrics.markdown_table(rows))
+    metrics.plot_cdf(curves, out / "latency_cdf.png")
+    return result

@@ -1,0 +1,65 @@
+"""Replay a trace through the full agent loop and report reply latency.
+
+With `--model` (the embedded backend, the default) the JAX sampler runs on a
+virtual clock: model calls are measured for real and batched across the
+in-flight turns (`serving.schedule`). With `--endpoint` an OpenAI-compatible
+server (vLLM) is called on the wall clock and its `/metrics` give the MTP
+acceptance. Writes replay.json, replay.md and latency_cdf.png under --out.
+
+Examples:
+  hat replay --trace runs/traces/poisson200.jsonl --model runs/sft_tiny \\
+      --concurrency 1,4,8 --mtp 2 --out runs/replay/embedded
+  hat replay --trace runs/traces/poisson200.jsonl \\
+      --endpoint http://127.0.0.1:8000 --concurrency 1,4 --out runs/replay/vllm
+"""
+
+from __future__ import annotations
+
+from serving.replay import ReplayOptions, replay
+from serving.trace import TraceError, read_trace
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--trace", required=True, help="a trace file (`hat trace make`)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a `hat train` workdir or HF folder")
+    which.add_argument("--endpoint", help="an OpenAI-compatible server URL")
+    p.add_argument("--concurrency", default="1", help="comma-separated levels")
+    p.add_argument("--mtp", type=int, default=0, help="MTP drafts per step (embedded)")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--limit", type=int, default=None, help="first N messages only")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, help="endpoint: per model call (s)"
+    )
+    p.add_argument(
+        "--time-scale", type=float, default=1.0, help="endpoint: speed up arrivals"
+    )
+    p.add_argument("--label", default="", help="the backend's name in the table")
+    p.add_argument("--out", required=True, help="output folder")
+
+
+def run(args) -> int:
+    from serving.cases import trace_jobs
+
+    try:
+        trace = read_trace(args.trace)
+        jobs = trace_jobs(trace, args.trace)
+    except TraceError as e:
+        print(f"invalid trace: {e}")
+        return 1
+    if args.limit:
+        jobs = jobs[: args.limit]
+    levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    opts = ReplayOptions(
+        max_new_tokens=args.max_new_tokens,
+        mtp_k=args.mtp,
+        timeout_s=args.timeout,
+        time_scale=args.time_scale,
+        label=args.label,
+    )
+    kind, target = (
+        ("endpoint", args.endpoint) if args.endpoint else ("embedded", args.model)
+    )
+    replay(jobs, kind, target, args.out, concurrency=levels, opts=opts)
+    print(f"wrote {args.out}/replay.json, replay.md, latency_cdf.png")
+    return 0

