@@ -35,6 +35,15 @@ bench: $(STAMP) assets
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4
 
+# The paper's tables at tiny scale from nothing (issue 7): the whole HAT sweep
+# (experiments/configs/hat_tiny.py) into runs/hat_tiny, then tables and figures
+# into paper/out. Interrupt and rerun: finished steps are kept. Tables are made
+# from the finished runs even when one failed; the exit code says it failed.
+.PHONY: reproduce
+reproduce: $(STAMP) assets
+	$(BIN)/hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny; \
+	rc=$$?; $(BIN)/hat paper runs/hat_tiny --out paper/out && exit $$rc
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
 

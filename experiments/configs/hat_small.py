@@ -1,0 +1,73 @@
+"""The paper's runs on SmolLM2-135M-Instruct (real weights): hours on CPU.
+
+The same runs as hat_tiny (`experiments.driver.hat_pipeline.RUNS`: base,
+fixed-harness / HSA-SFT, + OPD, HAT, the five HSA-dimension ablations), with
+SmolLM2-135M-Instruct (`init_from=smollm2-135m-instruct`, its own tokenizer)
+as the base instead of a model trained here: the `base` run evaluates it as it
+is, and it is OPD's teacher. Full fine-tuning by default; `lora=16` trains
+rank-16 LoRA adapters in SFT and OPD instead (RL trains all parameters).
+
+Launch::
+
+    hat sweep --config=experiments/configs/hat_small.py --root runs/hat_small
+    hat run --config=experiments/configs/hat_small.py:lora=16 --run hsa_sft \\
+        --root runs/hat_small_lora
+
+Run time: SmolLM2-135M trains at about 240 tokens/s fp32 on the 2-core CPU
+machine (DESIGN.md), so one SFT step of 1 x 3,072 tokens is about 13 s and the
+default 500 SFT steps about 1.8 h per SFT run; the ``est`` numbers below are
+derived from that rate, not measured end to end. On one GPU, minutes.
+
+Arguments (`:k=v,...`): run, lora (0 = full), sft_steps, eval_limit.
+Feeds the paper tables of `hat paper` at small scale.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from experiments.driver import hat_pipeline
+from hat_jax.cli.config_flags import parse_arg_string
+
+DEFAULTS = {"run": "hat", "lora": 0, "sft_steps": 500, "eval_limit": 100}
+BASE = "smollm2-135m-instruct"
+STEP_S = 13.0  # one 3,072-token training step at 240 tokens/s
+
+
+def scale(a) -> dict:
+    lora = (f"lora.rank={a.lora}",) if a.lora else ()
+    n = a.sft_steps
+    return {
+        "base_model": BASE,
+        "tokenizer": BASE,
+        "world": {"prompts_n": 2000, "sim_n": 2000, "copies": 1},
+        "sft": {
+            "config": "sft_tiny.py",
+            "arg": {"steps": n, "batch_size": 1, "seq_len": 3072, "lr": 1e-4},
+            "extra": lora,
+        },
+        "opd": {
+            "config": "opd_tiny.py",
+            "arg": {"steps": 100, "batch_size": 8, "max_new_tokens": 128}
+            | {"lr": 1e-5},
+            "extra": lora,
+        },
+        "rl": {
+            "config": "rl_tiny.py",
+            "arg": {"steps": 20, "tasks": 2, "group": 8, "eval_cases": 0},
+        },
+        "eval": {"limit": a.eval_limit, "max_new_tokens": 256, "batch_size": 8},
+        "est": {"data": 60, "tok": 0, "base": 0, "sft": n * STEP_S}
+        | {"opd": 100 * 8 * STEP_S / 4, "rl": 20 * 300.0, "eval": 3600.0},
+    }
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    a = parse_arg_string(arg, DEFAULTS)
+    return hat_pipeline.make_config(a.run, "small", scale(a))
+
+
+def sweep(add, arg: str | None = None) -> None:
+    """Every run of the paper's tables."""
+    del arg
+    hat_pipeline.sweep(add)

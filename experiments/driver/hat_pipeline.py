@@ -1,0 +1,188 @@
+"""The paper's runs as pipelines, for any scale (hat_tiny, hat_small, hat_paper).
+
+A scale is a dict of sizes. With ``base_model`` None the base is trained here:
+a tokenizer on the world's text and a ``base`` SFT stage from scratch on the
+world's general data (``vocab``, ``model``, ``base``); otherwise ``base_model``
+(an asset, a HF folder) with its ``tokenizer`` is the base and OPD's teacher.
+``sft``, ``opd``, ``rl`` each name a stage ``config`` file (experiments/
+configs/), its ``arg`` fields and ``extra`` overrides; ``eval`` the evaluation;
+``est`` the expected seconds per step kind (the progress display's ETA).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
+from augment.families import TRAIN_FAMILIES, family_dimensions
+
+# Leave-out name -> the HSA dimension (augment.ops) its train families perturb.
+DIMENSIONS = {
+    "tools": "tool_schema",
+    "skill_ids": "skill_ids",
+    "skill_content": "skill_content",
+    "prompt": "prompt",
+    "hooks": "hooks",
+}
+SUITES = "t1,t2,t3,edit,ifeval"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    row: str  # the paper table's row label
+    group: str = "main"  # "main" | "ablation"
+    sft: str | None = None  # None | "fixed" | "hsa"
+    opd: bool = False
+    rl: bool = False
+    leave_out: str | None = None  # a DIMENSIONS key
+
+
+RUNS: dict[str, RunSpec] = {
+    "base": RunSpec("base"),
+    "fixed_sft": RunSpec("fixed-harness SFT", sft="fixed"),
+    "hsa_sft": RunSpec("HSA-SFT", sft="hsa"),
+    "fixed_sft_opd": RunSpec("fixed-harness SFT + OPD", sft="fixed", opd=True),
+    "hsa_sft_opd": RunSpec("HSA-SFT + OPD", sft="hsa", opd=True),
+    "hat": RunSpec("HAT (HSA-SFT + OPD + HSA-RL)", sft="hsa", opd=True, rl=True),
+    **{
+        f"wo_{d}": RunSpec(f"HSA-SFT w/o {d}", "ablation", sft="hsa", leave_out=d)
+        for d in DIMENSIONS
+    },
+}
+
+
+def families_without(leave_out: str | None) -> tuple[str, ...]:
+    """The train HSA families that do not touch ``leave_out``'s dimension."""
+    if leave_out is None:
+        return tuple(TRAIN_FAMILIES)
+    dim = DIMENSIONS[leave_out]
+    return tuple(
+        f for f in TRAIN_FAMILIES if dim not in set().union(*family_dimensions(f))
+    )
+
+
+def _model_overrides(s: dict) -> tuple[str, ...]:
+    m = s["model"]
+    fields = {
+        "vocab_size": s["vocab"],
+        "hidden_size": m["hidden"],
+        "intermediate_size": 4 * m["hidden"],
+        "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["heads"],
+        "num_key_value_heads": m["kv"],
+        "head_dim": m["head_dim"],
+    }
+    return tuple(f"model.{k}={v}" for k, v in fields.items())
+
+
+def _train(stage: str, st: dict, est: float, tokenizer: str, *overrides: str):
+    arg = ",".join(f"{k}={v}" for k, v in st["arg"].items())
+    return {
+        "kind": "train",
+        "stage": stage,
+        "config": st["config"],
+        "arg": arg,
+        "overrides": (f"tokenizer={tokenizer}", *st.get("extra", ()), *overrides),
+        "est_s": est,
+    }
+
+
+def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
+    return {
+        "kind": "sim_data",
+        "harness": "taolive_v1",
+        "split": "train",
+        "n": w["sim_n"],
+        "seed": 0,
+        "families": families,
+        "copies": w["copies"],
+        "est_s": est,
+    }
+
+
+def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
+    """The run's steps and its stages (label -> train step name)."""
+    w, est = s["world"], s["est"]
+    out = {
+        "prompts": {"kind": "world_prompts", "n": w["prompts_n"], "seed": 1}
+        | {"est_s": est["data"]},
+        "sim_hsa": _sim(w, families_without(None), est["data"]),
+    }
+    stages: dict[str, str] = {}
+    if s.get("base_model"):
+        base, tokenizer = s["base_model"], s["tokenizer"]
+    else:
+        base, tokenizer = "@base", "@tokenizer/tokenizer"
+        out["base_data"] = {"kind": "world_base", "n": w["base_n"], "seed": 0}
+        out["base_data"]["est_s"] = est["data"]
+        files = ("@base_data/data.jsonl", "@prompts/prompts.jsonl")
+        out["tokenizer"] = {
+            "kind": "tokenizer",
+            "vocab_size": s["vocab"],
+            "files": files + ("@sim_hsa/data.jsonl",),
+            "est_s": est["tok"],
+        }
+        out["base"] = _train(
+            "sft",
+            s["base"],
+            est["base"],
+            tokenizer,
+            *_model_overrides(s),
+            "data.train=@base_data/data.jsonl",
+        )
+        stages["base"] = "base"
+    last = base
+    if spec.sft is not None:
+        data = "sim_hsa"
+        if spec.leave_out is not None:
+            data = f"sim_wo_{spec.leave_out}"
+            out[data] = _sim(w, families_without(spec.leave_out), est["data"])
+        out["sft"] = _train(
+            "sft",
+            s["sft"],
+            est["sft"],
+            tokenizer,
+            f"data.train=@{data}/data.jsonl",
+            f"data.fixed_harness={spec.sft == 'fixed'}",
+            f"init_from={base}",
+        )
+        stages["sft"], last = "sft", "@sft"
+    if spec.opd:
+        out["opd"] = _train(
+            "opd",
+            s["opd"],
+            est["opd"],
+            tokenizer,
+            "data.train=@prompts/prompts.jsonl",
+            f"init_from={last}",
+            f"init_teacher_from={base}",  # the pre-SFT base model
+        )
+        stages["opd"], last = "opd", "@opd"
+    if spec.rl:
+        out["rl"] = _train("rl", s["rl"], est["rl"], tokenizer, f"init_from={last}")
+        stages["rl"], last = "rl", "@rl"
+    out["eval"] = {"kind": "eval", "model": last, "suites": SUITES, **s["eval"]}
+    out["eval"]["est_s"] = est["eval"]
+    return out, stages
+
+
+def make_config(run: str, scale: str, s: dict) -> ml_collections.ConfigDict:
+    """The pipeline config of ``run`` (a RUNS name) at ``scale`` (sizes ``s``)."""
+    if run not in RUNS:
+        raise ValueError(f"run must be one of {sorted(RUNS)}, got {run!r}")
+    spec = RUNS[run]
+    steps, stages = build_steps(spec, s)
+    c = ml_collections.ConfigDict()
+    c.name = run
+    c.meta = {**dataclasses.asdict(spec), "name": run, "scale": scale}
+    c.steps = steps
+    c.stages = stages
+    c.eval_step = "eval"
+    return c
+
+
+def sweep(add) -> None:
+    """Every run of the paper's tables, main runs first, then the ablation."""
+    for name in RUNS:
+        add(name, run=name)

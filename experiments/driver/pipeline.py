@@ -1,0 +1,241 @@
+"""A pipeline: named steps whose outputs are keyed by what they compute.
+
+A step is a dict with a ``kind`` (a registered step kind, `experiments.driver.
+steps`) and its parameters. A string parameter that starts with ``@NAME`` (or
+holds ``=@NAME`` inside, as in the override ``data.train=@sim/data.jsonl``)
+refers to the folder of step ``NAME`` (``@NAME/FILE``: a file in it); that step
+must finish first. Each step's folder is::
+
+    ROOT/_steps/<name>-<hash>/      hash = sha256(kind, params with references
+                                    replaced by the hashes they point at,
+                                    the kind's fingerprint)
+
+so runs that share a prefix (the data, the tokenizer, the base model) share its
+folders and compute it once. A step is finished when its ``done.json`` exists;
+it is written last and atomically. An unfinished folder is handed to the step
+again, and the step resumes in it (train stages from their checkpoints, eval
+from its records). A lock file per step (``_steps/.locks/``) keeps parallel runs
+from computing the same step twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.driver import registry
+
+STEPS_DIR = "_steps"
+DONE = "done.json"
+# Fields that describe a step without changing what it computes.
+UNHASHED = ("est_s",)
+_REF = re.compile(r"(^|=)@(\w+)")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One planned step: its name, spec, hash and folder."""
+
+    name: str
+    spec: dict[str, Any]
+    deps: tuple[str, ...]
+    hash: str
+    path: Path
+
+    @property
+    def kind(self) -> str:
+        return self.spec["kind"]
+
+    @property
+    def done(self) -> bool:
+        return (self.path / DONE).exists()
+
+    @property
+    def est_s(self) -> float:
+        return float(self.spec.get("est_s") or 1.0)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def references(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The step names ``spec`` refers to (``@NAME``), in order of appearance."""
+    found = [m.group(2) for s in _strings(spec) for m in _REF.finditer(s)]
+    return tuple(dict.fromkeys(found))
+
+
+def substitute(value: Any, table: Mapping[str, str]) -> Any:
+    """``value`` with each reference ``@NAME`` replaced by ``table[NAME]``."""
+    if isinstance(value, str):
+        return _REF.sub(lambda m: m.group(1) + table[m.group(2)], value)
+    if isinstance(value, Mapping):
+        return {k: substitute(v, table) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [substitute(v, table) for v in value]
+    return value
+
+
+def _digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def plan(steps: Mapping[str, Mapping[str, Any]], root: str | Path) -> list[Step]:
+    """Steps in dependency order, each with its hash and folder under ``root``.
+
+    Raises:
+      ValueError: an unknown kind, a reference to a missing step, or a cycle.
+    """
+    steps = {name: dict(spec) for name, spec in steps.items()}
+    for name, spec in steps.items():
+        registry.get(spec.get("kind", ""))  # fails early with the known kinds
+        missing = [d for d in references(spec) if d not in steps]
+        if missing:
+            raise ValueError(f"step {name!r} refers to unknown steps {missing}")
+    root = Path(root)
+    planned: dict[str, Step] = {}
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in planned:
+            return
+        if name in visiting:
+            raise ValueError(f"steps form a cycle through {name!r}")
+        visiting.add(name)
+        spec = steps[name]
+        deps = references(spec)
+        for d in deps:
+            visit(d)
+        visiting.discard(name)
+        hashes = {d: "#" + planned[d].hash for d in deps}
+        body = {k: v for k, v in spec.items() if k not in UNHASHED}
+        body = substitute(body, hashes)
+        kind = registry.get(spec["kind"])
+        key = {"body": body, "version": kind.version}
+        if kind.fingerprint is not None:
+            key["fingerprint"] = kind.fingerprint(body)
+        h = _digest(key)
+        path = root / STEPS_DIR / f"{name}-{h}"
+        planned[name] = Step(name, spec, deps, h, path)
+
+    for name in steps:
+        visit(name)
+    return list(planned.values())
+
+
+def resolved(step: Step, planned: Mapping[str, Step]) -> dict[str, Any]:
+    """The step's spec with each reference replaced by its folder's path."""
+    paths = {d: str(planned[d].path.resolve()) for d in step.deps}
+    return substitute(step.spec, paths)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Writes JSON atomically (a temporary file renamed over the target)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    locks = path.parent / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / (path.name + ".lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@dataclass
+class Outcome:
+    """What running (or finding) a step gave."""
+
+    step: Step
+    seconds: float  # the compute time recorded in done.json
+    cached: bool
+    info: dict[str, Any]
+
+
+def execute(
+    step: Step,
+    planned: Mapping[str, Step],
+    *,
+    progress: bool = True,
+    before: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Runs ``step`` unless its ``done.json`` exists; returns its outcome.
+
+    Args:
+      step: the step (its dependencies must be done).
+      planned: every step of the pipeline by name (for references).
+      progress: let the step show its own progress bars.
+      before: called just before the step computes (tests raise here).
+    """
+    with _locked(step.path):
+        done = step.path / DONE
+        if done.exists():
+            record = json.loads(done.read_text())
+            return Outcome(step, float(record["seconds"]), True, record["info"])
+        if before is not None:
+            before(step)
+        step.path.mkdir(parents=True, exist_ok=True)
+        params = resolved(step, planned)
+        t0 = time.perf_counter()
+        info = registry.get(step.kind).run(params, step.path, progress=progress)
+        seconds = time.perf_counter() - t0
+        write_json(
+            done,
+            {
+                "step": step.name,
+                "kind": step.kind,
+                "hash": step.hash,
+                "seconds": seconds,
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "spec": step.spec,
+                "info": info or {},
+            },
+        )
+        return Outcome(step, seconds, False, info or {})
+
+
+def enable_compile_cache(folder: str | Path | None) -> None:
+    """Keeps XLA executables in ``folder`` (JAX's persistent compilation cache).
+
+    The runs of a sweep compile the same shapes again and again (every SFT
+    stage, every evaluation); on 2 CPU cores compilation is most of a short
+    step's time, and the cache makes a micro evaluation ~5x faster.
+    """
+    if not folder:
+        return
+    import jax
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(Path(folder).resolve()))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def cache_folder(args, root: Path) -> str:
+    """The ``--jax-cache`` folder of a driver command (default ROOT/_jax_cache)."""
+    given = getattr(args, "jax_cache", None)
+    return str(Path(root) / "_jax_cache") if given is None else given

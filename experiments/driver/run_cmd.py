@@ -1,0 +1,79 @@
+"""Run one pipeline: its data, tokenizer, training stages and evaluation.
+
+The config file's `get_config(ARG)` gives the run; with `--run NAME` the run
+of that name from the file's `sweep` instead. Steps already computed under ROOT
+(by this or any other run: their folders are keyed by what they compute) are
+reused; an interrupted run resumes where it stopped.
+
+Examples:
+  hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/hat_tiny
+  hat run --config=experiments/configs/hat_tiny.py:scale=micro,run=hat \\
+      --root /tmp/micro
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hat_jax.cli.config_flags import add_config_args
+
+
+def add_arguments(p) -> None:
+    add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
+    p.add_argument("--run", help="the run of this name from the file's sweep")
+    p.add_argument("--root", required=True, help="output root (created; resumed)")
+    p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
+    p.add_argument(
+        "--jax-cache",
+        help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
+    )
+
+
+def select(runs, name: str | None, spec: str):
+    """The run named ``name`` (the only one when ``name`` is None)."""
+    if name is None:
+        return runs[0]
+    found = [r for r in runs if r.name == name]
+    if not found:
+        names = ", ".join(r.name for r in runs)
+        raise ValueError(f"{spec} declares no run {name!r}; have: {names}")
+    return found[0]
+
+
+def run(args) -> int:
+    from experiments.driver import runs as R
+    from experiments.driver.pipeline import cache_folder, enable_compile_cache
+    from experiments.driver.progress import Progress
+    from experiments.driver.summary import print_summary
+
+    root = Path(args.root)
+    enable_compile_cache(cache_folder(args, root))
+    overrides = getattr(args, "config_overrides", [])
+    if args.run is None:
+        found, _ = R.load_runs(args.config, root, overrides, use_sweep=False)
+    else:
+        found, _ = R.load_runs(args.config, root, overrides)
+    chosen = select(found, args.run, args.config)
+    progress = Progress(chosen.steps, n_runs=1)
+    try:
+        R.execute_run(chosen, root, progress=progress, bars=not args.no_bars)
+    except Exception as e:  # reported; run.json holds the traceback
+        print(f"hat run: run {chosen.name} failed: {e}", file=sys.stderr)
+        print_summary(root, [chosen])
+        return 1
+    print_summary(root, [chosen])
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``hat run`` on its own (``python -m experiments.driver.run_cmd``)."""
+    parser = argparse.ArgumentParser(prog="hat run", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The built-in step kinds: data, tokenizer, a training stage, an evaluation.
+
+Each writes into its own folder (`pipeline.execute`); files other steps read:
+
+- ``sim_data``: ``data.jsonl``, gold trajectories of the simulator plus
+  ``copies`` HSA variants of each, their families taken in turn from
+  ``families`` (none: gold only, the fixed-harness data).
+- ``world_base``: ``data.jsonl``, the base stage's general data (IFEval-style
+  instruction following, generic tool use, chit-chat).
+- ``world_prompts``: ``prompts.jsonl``, OPD's general prompts.
+- ``tokenizer``: ``tokenizer/``, a BPE trained on ``files``.
+- ``train``: the stage's workdir itself (config.json, metrics.jsonl, ckpt/).
+- ``eval``: the `hat eval run` output folder itself (summary.json, records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from pathlib import Path
+from typing import Any
+
+from experiments.driver.registry import register
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@register("sim_data")
+def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    from experiments.sim_cli import augment_all
+    from hat_jax.harness import load_harness
+    from sim.datasets import generate, make_cases, summarize, write_dataset
+
+    harness = load_harness(p["harness"])
+    cases = make_cases(
+        p.get("split", "train"),
+        int(p["seed"]),
+        int(p["n"]),
+        messages_per_room=int(p.get("messages_per_room", 8)),
+        harness_version=Path(p["harness"]).name,
+    )
+    golds = generate(harness, cases, faults=float(p.get("fault_rate", 0.0)), seed=0)
+    trajs, failed = list(golds), 0
+    families = list(p.get("families") or ())
+    for k in range(int(p.get("copies", 1)) if families else 0):
+        for j, family in enumerate(families):
+            # Gold i's copy k comes from family (i + k) mod F: the same number of
+            # variants whatever the families, spread evenly over them.
+            idx = [i for i in range(len(golds)) if (i + k) % len(families) == j]
+            picked = [copy.deepcopy(golds[i]) for i in idx]
+            seed = int(p["seed"]) * 1000 + 97 * k + sorted(families).index(family)
+            aug, bad = augment_all(harness, picked, seed=seed, family=family)
+            failed += bad
+            # A failed augmentation falls back to its gold: not a variant, drop it.
+            trajs += [t for t in aug if "problems" not in t.meta.get("hsa", {})]
+    write_dataset(trajs, out / "data.jsonl")
+    s = summarize(trajs)
+    return {"n": s["n"], "gold": len(golds), "hsa_failed": failed, "hsa": s["hsa"]}
+
+
+@register("world_base")
+def world_base(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    from experiments.world.base_data import write_base_data
+
+    return dict(write_base_data(out / "data.jsonl", n=int(p["n"]), seed=int(p["seed"])))
+
+
+@register("world_prompts")
+def world_prompts(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    from experiments.world.prompts import write_prompts
+
+    return dict(
+        write_prompts(out / "prompts.jsonl", n=int(p["n"]), seed=int(p["seed"]))
+    )
+
+
+@register("tokenizer")
+def tokenizer(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    from experiments.world.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(
+        list(p["files"]), vocab_size=int(p["vocab_size"]), out=out / "tokenizer"
+    )
+    return {"vocab_size": int(getattr(tok, "vocab_size", p["vocab_size"]))}
+
+
+def config_path(name: str) -> str:
+    """A config file: a bare file name is looked up in experiments/configs/."""
+    p = Path(name)
+    return str(CONFIG_DIR / p) if not p.is_absolute() and p.parent == Path() else name
+
+
+def stage_config(p: dict[str, Any]):
+    """The stage's ConfigDict: ``config`` file, ``arg`` and ``overrides``."""
+    from hat_jax.cli.config_flags import load_config
+
+    spec = config_path(p["config"]) + (f":{p['arg']}" if p.get("arg") else "")
+    return load_config(spec, list(p.get("overrides") or ()))
+
+
+def _train_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
+    # The resolved config: a changed default in a config file is a new step.
+    return stage_config(spec).to_dict()
+
+
+@register("train", fingerprint=_train_fingerprint)
+def train(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    from hat_jax.cli.train_cmd import load_runner, stages
+
+    cfg = stage_config(p)
+    table = stages()
+    if p["stage"] not in table:
+        raise ValueError(f"unknown stage {p['stage']!r}; have {sorted(table)}")
+    _, _, last = load_runner(table[p["stage"]])(cfg, out, progress=progress)
+    keep = ("train/loss", "eval/reward", "eval/accuracy")
+    return {
+        "stage": p["stage"],
+        "steps": int(cfg.train.steps),
+        **{k: float(v) for k, v in last.items() if k in keep},
+    }
+
+
+@register("eval")
+def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    import json
+
+    from experiments import eval_cli
+
+    parser = argparse.ArgumentParser()
+    eval_cli.add_arguments(parser)
+    argv = ["--model", p["model"], "--out", str(out), "--suite", p["suites"]]
+    for key in ("limit", "max_new_tokens", "batch_size", "seed", "harness"):
+        if p.get(key) is not None:
+            argv += [f"--{key.replace('_', '-')}", str(p[key])]
+    if not progress:
+        argv.append("--no-progress")
+    rc = eval_cli.run(parser.parse_args(argv))
+    if rc:
+        raise RuntimeError(f"hat eval run exited with {rc}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {"metrics": summary.get("metrics", {})}

@@ -1,0 +1,116 @@
+"""Run every run a config file's `sweep` declares, skipping finished ones.
+
+Runs share steps through ROOT/_steps (the data, the tokenizer, the base model,
+HSA-SFT are computed once). A run that fails is reported and the others go on;
+the exit code is nonzero if any failed. Run the same command again after an
+interruption: finished steps and runs are kept. With `--workers N` runs go to N
+`hat run` processes (logs in ROOT/<run>/log.txt); a step two of them need is
+computed by one while the other waits for it.
+
+Examples:
+  hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
+  hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m \\
+      --only base,hsa_sft
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from hat_jax.cli.config_flags import add_config_args
+
+
+def add_arguments(p) -> None:
+    add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
+    p.add_argument("--root", required=True, help="output root (created; resumed)")
+    p.add_argument("--workers", type=int, default=1, help="runs at once (default 1)")
+    p.add_argument("--only", help="comma-separated run names (default: all)")
+    p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
+    p.add_argument(
+        "--jax-cache",
+        help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
+    )
+
+
+def _subprocess_run(args, run, root: Path) -> bool:
+    from experiments.driver.pipeline import cache_folder
+
+    cmd = [sys.executable, "-m", "experiments.driver.run_cmd"]
+    cmd += ["--config", args.config, "--run", run.name, "--root", str(root)]
+    cmd += [f"--config.{o}" for o in getattr(args, "config_overrides", [])]
+    cmd += ["--no-bars", "--jax-cache", cache_folder(args, root)]
+    (root / run.name).mkdir(parents=True, exist_ok=True)
+    with open(root / run.name / "log.txt", "a", encoding="utf-8") as log:
+        return subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT) == 0
+
+
+def run(args) -> int:
+    from experiments.driver import runs as R
+    from experiments.driver.pipeline import cache_folder, enable_compile_cache
+    from experiments.driver.progress import Progress
+    from experiments.driver.summary import print_summary
+
+    root = Path(args.root)
+    enable_compile_cache(cache_folder(args, root))
+    all_runs, has_sweep = R.load_runs(
+        args.config, root, getattr(args, "config_overrides", [])
+    )
+    if not has_sweep:
+        print(f"hat sweep: {args.config} has no sweep(); running its one run")
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - {r.name for r in all_runs})
+        if unknown:
+            raise ValueError(f"--only names unknown runs {unknown}")
+        all_runs = [r for r in all_runs if r.name in wanted]
+    R.write_sweep(root, args.config, all_runs)
+    todo = []
+    for r in all_runs:
+        if R.is_finished(r, root):
+            print(f"[{r.name}] finished earlier; skipped")
+        else:
+            todo.append(r)
+    steps = list({s.path: s for r in todo for s in r.steps}.values())
+    progress = Progress(steps, n_runs=len(todo))
+    failed: list[str] = []
+    t0 = time.perf_counter()
+    if args.workers <= 1:
+        for r in todo:
+            try:
+                R.execute_run(r, root, progress=progress, bars=not args.no_bars)
+            except Exception as e:  # reported; the sweep goes on
+                print(f"hat sweep: run {r.name} failed: {e}", file=sys.stderr)
+                failed.append(r.name)
+    else:
+        with ThreadPoolExecutor(args.workers) as pool:
+            futures = {
+                r.name: pool.submit(_subprocess_run, args, r, root) for r in todo
+            }
+            for name, fut in futures.items():
+                ok = fut.result()
+                print(f"[{name}] {'done' if ok else 'FAILED'} ({root / name}/log.txt)")
+                if not ok:
+                    failed.append(name)
+    print_summary(root, all_runs)
+    print(f"sweep: {len(todo)} runs in {time.perf_counter() - t0:.0f} s -> {root}")
+    if failed:
+        print(f"hat sweep: failed runs: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``hat sweep`` on its own (``python -m experiments.driver.sweep_cmd``)."""
+    parser = argparse.ArgumentParser(prog="hat sweep", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

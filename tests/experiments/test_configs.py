@@ -1,0 +1,79 @@
+"""Every config in experiments/configs/ builds: get_config, its sweep, its model.
+
+A stage config's model is built abstractly (`nnx.eval_shape`: shapes, no
+memory, so the 35B paper model is checked here too). A pipeline config (one
+with `steps`) is planned for every run of its sweep, which loads each stage's
+config file with its overrides (an unknown key fails here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import pytest
+from flax import nnx
+
+from experiments.driver import pipeline
+from experiments.driver.runs import load_runs
+from hat_jax.cli.config_flags import _import_file
+from hat_jax.models import build_model
+from hat_jax.train.build import model_config
+
+CONFIG_DIR = Path(__file__).parents[2] / "experiments" / "configs"
+CONFIGS = sorted(p for p in CONFIG_DIR.glob("*.py") if p.name != "__init__.py")
+META = {"name", "row", "group", "sft", "opd", "rl", "leave_out", "scale"}
+
+
+def test_configs_are_found():
+    names = {p.name for p in CONFIGS}
+    assert {"hat_tiny.py", "hat_small.py", "hat_paper.py", "sft_tiny.py"} <= names
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_config_builds(path, tmp_path):
+    module = _import_file(str(path))
+    cfg = module.get_config()
+    assert module.__doc__ and "hat " in module.__doc__  # the launch command
+    if "steps" in cfg:  # a pipeline: plan every run of its sweep
+        runs, has_sweep = load_runs(str(path), tmp_path)
+        assert has_sweep and len(runs) == 11
+        for run in runs:
+            assert set(run.config.meta) >= META
+            assert run.config.eval_step in run.by_name
+            for label, step in run.config.stages.items():
+                assert run.by_name[step].spec["kind"] == "train", label
+        return
+    if "model" in cfg:
+        model = nnx.eval_shape(lambda: build_model(model_config(cfg)))
+        n = sum(x.size for x in jax.tree.leaves(nnx.state(model)))
+        assert n > 0
+
+
+def test_tiny_sweep_shares_its_prefix(tmp_path):
+    runs, _ = load_runs(str(CONFIG_DIR / "hat_tiny.py"), tmp_path)
+    by = {r.name: r.by_name for r in runs}
+    assert len({b["base"].path for b in by.values()}) == 1  # one base model
+    assert by["hsa_sft"]["sft"].path == by["hat"]["sft"].path
+    assert by["fixed_sft"]["sft"].path != by["hsa_sft"]["sft"].path
+    assert by["hsa_sft_opd"]["opd"].path == by["hat"]["opd"].path
+    ablation = {r.name for r in runs if r.config.meta.group == "ablation"}
+    assert ablation == {f"wo_{d}" for d in ("tools", "skill_ids")} | {
+        "wo_skill_content",
+        "wo_prompt",
+        "wo_hooks",
+    }
+    # each ablation drops exactly the families of its dimension
+    fam = {n: set(by[n][f"sim_wo_{n[3:]}"].spec["families"]) for n in ablation} | {
+        "hsa_sft": set(by["hsa_sft"]["sim_hsa"].spec["families"])
+    }
+    assert fam["wo_tools"] == fam["hsa_sft"] - {
+        "tool_renames",
+        "schema_reshape",
+        "tool_catalog",
+    }
+    assert fam["wo_hooks"] == fam["hsa_sft"] - {"hook_shift"}
+    # OPD's teacher is the base stage
+    opd = by["hat"]["opd"].spec["overrides"]
+    assert "init_teacher_from=@base" in opd
+    assert pipeline.references(by["hat"]["eval"].spec) == ("rl",)
