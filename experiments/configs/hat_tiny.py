@@ -31,6 +31,10 @@ compiles; later ones load the XLA cache the driver keeps in ROOT/_jax_cache):
     tokenizer 4 s, each ablation's sim data 1.4-2 s
     base: 160 steps x 4 x 1,024 tokens (2,000 examples, 526k tokens)   256 s
     SFT: 40 steps x 1 x 3,072 (sim trajectories ~2,000 tokens)   148 s, then 51-88 s
+         (now 48 x 4,096 at lr 3e-3, two trajectories a row: a probe from
+         this base, 80 such steps on the HSA data, reached loss 1.07 / token
+         accuracy 0.79 at 1,814 tokens/s, where 40 x 3,072 at lr 1e-3 left
+         2.2-3.0; est. ~110 s each)
     OPD: 16 steps x 4 prompts x 48 new tokens                    29 s, then 10 s
     HSA-RL: 2 steps x 1 task x 4 rollouts                              68 s
     eval: 6 cases per suite (edit: 12), 96 new tokens       64 s, then 20-58 s
@@ -81,11 +85,11 @@ SCALES = {
         model={"layers": 2, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32},
         world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
         base={"steps": 160, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
-        sft={"steps": 40, "batch_size": 1, "seq_len": 3072, "lr": 1e-3},
+        sft={"steps": 48, "batch_size": 1, "seq_len": 4096, "lr": 3e-3},
         opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
         rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
         ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
-        est={"data": 4, "tok": 4, "base": 256, "sft": 85, "opd": 20, "rl": 68}
+        est={"data": 4, "tok": 4, "base": 256, "sft": 110, "opd": 20, "rl": 68}
         | {"eval": 35},
     ),
     # base and sft share shapes: compiled once (the driver's XLA cache)

@@ -96,6 +96,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "inner_steps": 1,  # optimiser updates per batch of rollouts
             "old_logp": "sampler",  # or "trainer": recomputed before the update
             "other_segment": 0,  # rejected replies / unreadable outputs: untrained
+            # an episode with no tool call takes tool + reply advantage on its reply
+            # (it chose there not to call): without it RL learns to skip skills
+            "fold_missing_tool": True,
             "on_mismatch": "skip",  # or "splice" (rl_batch docstring)
             # most positions per episode (longer ones are cut): sim episodes are
             # 1,800-2,900 tokens

@@ -145,15 +145,25 @@ def segment_advantages(
     tool_advantages: Float[Array, "N G"],
     reply_advantages: Float[Array, "N G"],
     segment_ids: Int[Array, "B T"],
+    fold_missing_tool: bool = False,
 ) -> Float[Array, "B T"]:
     """Per-token advantages: each token takes its sequence's advantage for its segment.
 
     Sequence ``b = n * G + g`` gets ``tool_advantages[n, g]`` on its tool-call tokens,
     ``reply_advantages[n, g]`` on its reply tokens and 0 elsewhere.
+
+    ``fold_missing_tool``: a sequence with no tool-call token takes
+    ``tool + reply`` advantage on its reply tokens. Not calling a tool (or skill) is
+    decided by the reply's first tokens; without the fold, the tool-side rewards
+    (tool rationality, skill selection) of such a sequence reach no token at all,
+    and a policy learns to skip tools whenever the reply alone scores.
     """
     masks = segment_masks(segment_ids)
     tool = tool_advantages.reshape(-1)[:, None]  # [B, 1]
     reply = reply_advantages.reshape(-1)[:, None]  # [B, 1]
+    if fold_missing_tool:
+        no_tool = ~jnp.any(masks["tool"], axis=1, keepdims=True)  # [B, 1]
+        reply = jnp.where(no_tool, reply + tool, reply)
     return jnp.where(masks["tool"], tool, jnp.where(masks["reply"], reply, 0.0))
 
 

@@ -297,6 +297,7 @@ def rl_train_step(
         tool_advantages=adv["tool"],
         reply_advantages=adv["reply"],
         segment_ids=g["segments"],
+        fold_missing_tool=bool(rl.get("fold_missing_tool", False)),
     )  # [B, K]
     micro = jax.tree.map(lambda x: x.reshape(a, b // a, *x.shape[1:]), rows)
 

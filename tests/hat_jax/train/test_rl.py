@@ -209,6 +209,30 @@ def test_advantages_match_numpy(coef):
     np.testing.assert_allclose(tokens, ref, atol=1e-5)
 
 
+def test_fold_gives_tool_free_sequences_both_advantages():
+    """Rows without tool-call tokens carry tool + reply advantage on their reply."""
+    rng = np.random.default_rng(1)
+    tool_adv = rng.normal(size=(2, 3)).astype(np.float32)
+    reply_adv = rng.normal(size=(2, 3)).astype(np.float32)
+    segments = np.array(
+        [[0, 1, 1, 2, 2], [0, 2, 2, 2, 0], [0, 0, 0, 0, 0]]
+        + [[1, 0, 2, 0, 2], [2, 2, 0, 0, 0], [0, 1, 0, 0, 0]],
+        np.int32,
+    )
+    got = segment_advantages(
+        tool_advantages=jnp.asarray(tool_adv),
+        reply_advantages=jnp.asarray(reply_adv),
+        segment_ids=jnp.asarray(segments),
+        fold_missing_tool=True,
+    )
+    ta, ra = tool_adv.reshape(-1), reply_adv.reshape(-1)
+    for b, row in enumerate(segments):  # brute force, token by token
+        for t, sid in enumerate(row):
+            has_tool = bool((row == 1).any())
+            want = {0: 0.0, 1: ta[b], 2: ra[b] + (0.0 if has_tool else ta[b])}[sid]
+            assert abs(float(got[b, t]) - want) < 1e-6, (b, t)
+
+
 # ---------------------------------------------------------------- the step
 def random_batch(vocab, n=2, g=3, t=12, seed=0):
     rng = np.random.default_rng(seed)
