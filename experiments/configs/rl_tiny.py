@@ -32,10 +32,23 @@ advantages were exactly 0 at every step and the update was the KL term alone.
 This model does not learn the task at this SFT budget; RL needs a start that
 sometimes succeeds.
 
-Cost (same machine): 16 rollouts take 85-175 s a step, nearly all of it the
-sampler's prefill of the ~1,400-2,200-token prompts (its cached attention path
-runs ~18x slower than the training forward of the same prompt); a greedy
-evaluation of 32 cases ~3-6 min. Memory: the step computes logits only at the
+A 4-layer start (hidden 128, head_dim 32, intermediate 384; sft_tiny with
+steps=400, lr=2e-3: loss 0.26, token accuracy 0.95), then ``steps=12,tasks=2,
+group=6,lr=5e-5,hsa=False,kl_coef=0.05`` with ``rollout.temperature=0.7``,
+``rollout.n_cases=64``, ``eval.every=4`` (docs/rl_tiny_4layer_fold_curve.json):
+eval/reward 0.402 -> 0.332 (step 4) -> 0.453 (steps 8 and 12); paired over the
+32 cases +0.051 (stderr 0.054; 7 up, 9 down): not a real gain. Accuracy rose
+0.34 -> 1.00 and effectiveness 0.06 -> 0.16 while skill selection fell 0.66 ->
+0.16 and tool rationality 0.55 -> 0.50: the policy found one generic reply
+("谢谢...屏幕上这款可以点开看～") that the rule judge scores accurate (it states
+no wrong fact) for every intent. lr 3e-4 collapsed (all rewards 0 from step 6).
+``rl.fold_missing_tool`` did not stop the skill-selection drop (0.27 vs 0.33 at
+step 4 without/with it). Next: gate accuracy on effectiveness in the RL reward.
+
+Cost (same machine, busy): 12 rollouts + the update 60-140 s a step since the
+sampler prefills prompts with the fused kernel (before: 85-540 s, the cached
+attention path ran ~9-18x slower than the training forward); a greedy
+evaluation of 32 cases 0.5-4 min. Memory: the step computes logits only at the
 trained positions and splits the batch into ``micro_batch`` episodes (XLA's
 temp buffers for 8 episodes x 3,072 positions: 2.4 GiB); the sampler gets at
 most ``rollout.max_rows`` conversations per call (16 rows of ~2,200 tokens in
