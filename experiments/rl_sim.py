@@ -117,6 +117,25 @@ class RowChunkedPolicy:
         return out
 
 
+# Training-reward shaping by name (`rl.shaping`); evaluation always reports the
+# judges' raw rewards. name -> fn(reward dict) -> reward dict.
+SHAPINGS = {
+    "none": lambda r: r,
+    # An answer that answers nothing is not accurate: the rule judge's accuracy
+    # (no wrong fact) pays a content-free reply, which RL finds and exploits.
+    "gate_accuracy": lambda r: (
+        r | {"accuracy": r["accuracy"] * (r["effectiveness"] > 0)}
+    ),
+}
+
+
+def shape_rewards(scores: list[dict], name: str) -> list[dict]:
+    """The training rewards: ``scores`` through the shaping ``name``."""
+    if name not in SHAPINGS:
+        raise ValueError(f"rl.shaping must be one of {sorted(SHAPINGS)}, got {name!r}")
+    return [SHAPINGS[name](dict(s)) for s in scores]
+
+
 def rollouts(cases, bindings, policy, backend, base, *, seed: int):
     """One ``run_turns`` batch; returns (trajectories, reward dicts)."""
     requests = [case_request(c, b) for c, b in zip(cases, bindings)]
@@ -175,6 +194,7 @@ def step_rollouts(cfg, step: int, pool, base, policy, backend, tokenizer):
     trajs, scores = rollouts(
         cases, bindings, policy, backend, base, seed=cfg.seed * 100003 + step
     )
+    scores = shape_rewards(scores, cfg.rl.get("shaping", "none"))
     prefill = tokenizer.encode(thinking_prefill(ro.enable_thinking))
     episodes = [
         episode_from_trajectory(

@@ -12,7 +12,9 @@ ifeval; the first 6 cases of each):
     hsa_sft          base -> HSA-SFT (gold + one HSA variant per trajectory)
     fixed_sft_opd    fixed_sft -> OPD (teacher: the base model)
     hsa_sft_opd      hsa_sft -> OPD
-    hat              hsa_sft_opd -> HSA-RL (HAT)
+    hat              hsa_sft_opd -> HSA-RL (HAT); then a standalone MTP head
+                     fitted on it and the latency replay (`hat paper`'s
+                     latency table)
     wo_<dimension>   HSA-SFT without the train families of one HSA dimension
                      (tools, skill_ids, skill_content, prompt, hooks)
 
@@ -38,18 +40,28 @@ compiles; later ones load the XLA cache the driver keeps in ROOT/_jax_cache):
     OPD: 16 steps x 4 prompts x 48 new tokens                    29 s, then 10 s
     HSA-RL: 2 steps x 1 task x 4 rollouts                              68 s
     eval: 6 cases per suite (edit: 12), 96 new tokens       64 s, then 20-58 s
+    MTP head (hat only): 30 steps x 1 x 4,096, trunk frozen            88 s
+        (head accuracy on the token after next 0.47-0.51 at the end)
+    replay (hat only): 16 messages (Poisson, 0.5/s, 2 rooms), 40 new
+        tokens a call, concurrency 1, 4, 8; MTP off and the standalone
+        head (1 draft a step)                                          182 s
+        (measured 2026-11-30 on HAT from an earlier tiny sweep, load
+        average 4-5: MTP off 30 s of it, the drafting sampler 152 s;
+        40 messages x 96 tokens took 504 s, 20 x 48 took 236 s)
 
-The whole sweep (1 base, 7 SFT, 2 OPD, 1 RL, 11 evaluations): 1,383 s (23 min);
+The whole sweep (1 base, 7 SFT, 2 OPD, 1 RL, 11 evaluations): 1,383 s (23 min),
+before the MTP head and the replay (about 4.5 min more, measured apart);
 `hat paper` on it 3 s. Results of that sweep: T1/T2/T3 accuracy 0 in every run
 (40 SFT steps do not teach the tiny model the agent task; IFEval 0-33 % on 6
 prompts). ``micro`` (a 512-token vocabulary, a 1-layer model, 2
-steps per stage, 2 eval cases) takes seconds per step and exists for
+steps per stage, 2 eval cases, a 4-message replay at concurrency 1 and 2
+of 4 new tokens a call) takes seconds per step and exists for
 the driver's test. HSA-RL draws its augmented harnesses from rl_tiny's one
 ``rollout.hsa_family`` (tool_renames), not from every train family.
 
 Arguments (`:k=v,...`): scale (tiny|micro), run (a run name above).
 Feeds the paper tables of `hat paper` (main results, IFEval drop and recovery,
-the HSA ablation, harness-edit error reduction) at tiny scale.
+the HSA ablation, harness-edit error reduction, reply latency) at tiny scale.
 """
 
 from __future__ import annotations
@@ -62,7 +74,7 @@ from hat_jax.cli.config_flags import parse_arg_string
 DEFAULTS = {"scale": "tiny", "run": "hat"}
 
 
-def _scale(vocab, model, world, base, sft, opd, rl, ev, est) -> dict:
+def _scale(vocab, model, world, base, sft, opd, rl, ev, mtp, replay, est) -> dict:
     truncate = ("data.overlong=truncate",)  # keep the start of the odd long one
     return {
         "base_model": None,  # trained here from scratch
@@ -74,8 +86,15 @@ def _scale(vocab, model, world, base, sft, opd, rl, ev, est) -> dict:
         "opd": {"config": "opd_tiny.py", "arg": opd},
         "rl": {"config": "rl_tiny.py", "arg": rl | {"eval_cases": 0}},
         "eval": ev,
+        "mtp": {"config": "sft_tiny.py", "arg": mtp, "extra": truncate},
+        "replay": replay,
         "est": est,
     }
+
+
+def _trace(n: int, rate: float) -> dict:
+    """A replay trace (`serving.trace.make_trace`): Poisson arrivals in 2 rooms."""
+    return dict(n_messages=n, rooms=2, arrivals="poisson", rate=rate, seed=0)
 
 
 # est: seconds per step measured on the 2-core CPU machine (the ETA's basis).
@@ -89,8 +108,11 @@ SCALES = {
         opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
         rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
         ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
+        mtp={"steps": 30, "batch_size": 1, "seq_len": 4096, "lr": 3e-3},
+        replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
+        | {"max_new_tokens": 40},
         est={"data": 4, "tok": 4, "base": 256, "sft": 110, "opd": 20, "rl": 68}
-        | {"eval": 35},
+        | {"eval": 35, "mtp": 88, "replay": 182},
     ),
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(
@@ -102,8 +124,11 @@ SCALES = {
         opd={"steps": 2, "batch_size": 2, "max_new_tokens": 4, "lr": 1e-4},
         rl={"steps": 1, "tasks": 1, "group": 2, "max_new_tokens": 4},
         ev={"limit": 2, "max_new_tokens": 4, "batch_size": 2},
+        mtp={"steps": 2, "batch_size": 1, "seq_len": 512, "lr": 1e-3},
+        replay={"trace": _trace(4, rate=1.0), "concurrency": [1, 2]}
+        | {"max_new_tokens": 4},
         est={"data": 3, "tok": 1, "base": 10, "sft": 10, "opd": 15, "rl": 15}
-        | {"eval": 20},
+        | {"eval": 20, "mtp": 10, "replay": 10},
     ),
 }
 

@@ -112,6 +112,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # an episode with no tool call takes tool + reply advantage on its reply
             # (it chose there not to call): without it RL learns to skip skills
             "fold_missing_tool": True,
+            # training-reward shaping (experiments.rl_sim.SHAPINGS): "none" or
+            # "gate_accuracy" (accuracy counts only when effectiveness > 0)
+            "shaping": "none",
             "on_mismatch": "skip",  # or "splice" (rl_batch docstring)
             # most positions per episode (longer ones are cut): sim episodes are
             # 1,800-2,900 tokens

@@ -7,6 +7,8 @@ world's general data (``vocab``, ``model``, ``base``); otherwise ``base_model``
 ``sft``, ``opd``, ``rl`` each name a stage ``config`` file (experiments/
 configs/), its ``arg`` fields and ``extra`` overrides; ``eval`` the evaluation;
 ``est`` the expected seconds per step kind (the progress display's ETA).
+With ``replay`` (trace, concurrency, max_new_tokens) and ``mtp`` (a stage) the
+runs with RL also get a standalone MTP head and the latency replay.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ DIMENSIONS = {
     "hooks": "hooks",
 }
 SUITES = "t1,t2,t3,edit,ifeval"
+# The latency replay's MTP rows: name -> (whose head: the run's final model or
+# the standalone head fitted on it, drafts per step; 0 = MTP off).
+MTP_HEADS = {
+    "mtp_off": ("model", 0),
+    "co_trained": ("model", 1),
+    "standalone": ("standalone", 1),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +173,46 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
         stages["rl"], last = "rl", "@rl"
     out["eval"] = {"kind": "eval", "model": last, "suites": SUITES, **s["eval"]}
     out["eval"]["est_s"] = est["eval"]
+    if spec.rl and s.get("replay"):
+        out |= _latency_steps(s, last, tokenizer)
+        # not a stage (stages are train steps): config.json's step_folders has it
+        stages["mtp"] = "mtp"
     return out, stages
+
+
+def _latency_steps(s: dict, model: str, tokenizer: str) -> dict[str, dict]:
+    """A standalone MTP head fitted on ``model`` and the latency replay.
+
+    The head (one decoder layer, the trunk frozen: `sft.py`'s ``mtp_only``) is
+    fitted on the simulator's HSA data. The replay decodes ``model`` without
+    drafts, with its own (co-trained) head when it has one, and with the
+    standalone head (``MTP_HEADS``).
+    """
+    est = s["est"]
+    mtp = _train(
+        "sft",
+        s["mtp"],
+        est["mtp"],
+        tokenizer,
+        "data.train=@sim_hsa/data.jsonl",
+        f"init_from={model}",
+        "mtp_only=True",
+        "model.mtp_num_hidden_layers=1",
+    )
+    r = s["replay"]
+    heads = {
+        name: {"model": "@mtp" if src == "standalone" else model, "mtp": k}
+        for name, (src, k) in MTP_HEADS.items()
+    }
+    replay = {
+        "kind": "replay",
+        "trace": r["trace"],
+        "concurrency": r["concurrency"],
+        "max_new_tokens": r["max_new_tokens"],
+        "heads": heads,
+        "est_s": est["replay"],
+    }
+    return {"mtp": mtp, "replay": replay}
 
 
 def make_config(run: str, scale: str, s: dict) -> ml_collections.ConfigDict:

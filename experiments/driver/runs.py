@@ -108,8 +108,12 @@ def _stage_record(run: Run, outcomes: dict[str, pipeline.Outcome], root: Path):
 
 
 def _link_eval(run: Run, root: Path) -> None:
-    target = run.by_name[run.config.eval_step].path
-    link = root / run.name / "eval"
+    _link(run.by_name[run.config.eval_step].path, root / run.name / "eval")
+    if "replay" in run.by_name:  # the latency replay (hat_pipeline)
+        _link(run.by_name["replay"].path, root / run.name / "replay")
+
+
+def _link(target: Path, link: Path) -> None:
     if link.is_symlink() or link.exists():
         if link.is_symlink() and os.readlink(link) == _rel(target, link.parent):
             return

@@ -11,6 +11,10 @@ Each writes into its own folder (`pipeline.execute`); files other steps read:
 - ``tokenizer``: ``tokenizer/``, a BPE trained on ``files``.
 - ``train``: the stage's workdir itself (config.json, metrics.jsonl, ckpt/).
 - ``eval``: the `hat eval run` output folder itself (summary.json, records).
+- ``replay``: ``trace.jsonl`` (`serving.trace`), ``config.json`` (the spec,
+  resolved, and the trace header), and per MTP head ``<head>/`` the `hat
+  replay` outputs (replay.json, replay.md, latency_cdf.png) of the embedded
+  JAX backend (virtual clock) at each concurrency level.
 """
 
 from __future__ import annotations
@@ -139,3 +143,65 @@ def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         raise RuntimeError(f"hat eval run exited with {rc}")
     summary = json.loads((out / "summary.json").read_text())
     return {"metrics": summary.get("metrics", {})}
+
+
+def _has_head(model) -> bool:
+    return getattr(model, "mtp", None) is not None
+
+
+@register("replay")
+def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
+    """A trace replayed through the agent loop, once per MTP head.
+
+    ``trace``: `serving.trace.make_trace` arguments; ``concurrency``: the
+    levels; ``max_new_tokens``: per model call; ``heads``: {name: {"model":
+    workdir, "mtp": drafts per step}}. A head with drafts whose model has no
+    MTP head is skipped (recorded as such). A head whose ``replay.json``
+    exists is kept (`serving.replay` writes it last): an interrupted step
+    resumes with the next head.
+    """
+    import json
+
+    from hat_jax.eval.backends import load_jax_model
+    from serving.cases import trace_jobs
+    from serving.replay import ReplayOptions
+    from serving.replay import replay as run_replay
+    from serving.trace import make_trace, write_trace
+
+    trace = make_trace(**p["trace"])
+    write_trace(trace, out / "trace.jsonl")
+    jobs = trace_jobs(trace, str(out / "trace.jsonl"))
+    levels = [int(c) for c in p["concurrency"]]
+    heads: dict[str, dict[str, Any]] = {}
+    loaded: dict[str, Any] = {}
+    for name, h in p["heads"].items():
+        k, folder = int(h.get("mtp", 0)), out / name
+        heads[name] = {"model": h["model"], "mtp": k}
+        if (folder / "replay.json").exists():
+            heads[name]["status"] = "done"
+            continue
+        if h["model"] not in loaded:
+            loaded[h["model"]] = load_jax_model(str(h["model"]))
+        model, tokenizer = loaded[h["model"]]
+        if k and not _has_head(model):
+            heads[name]["status"] = "skipped: the model has no MTP head"
+            continue
+        opts = ReplayOptions(
+            max_new_tokens=int(p["max_new_tokens"]), mtp_k=k, label=name
+        )
+        target = (model, tokenizer)
+        run_replay(jobs, "embedded", target, folder, concurrency=levels, opts=opts)
+        heads[name]["status"] = "done"
+    record = {**p, "trace_header": trace.header, "heads": heads}
+    (out / "config.json").write_text(json.dumps(record, indent=1, default=str))
+    info: dict[str, Any] = {"messages": len(jobs), "heads": {}}
+    for name, h in heads.items():
+        if h["status"] != "done":
+            info["heads"][name] = h["status"]
+            continue
+        runs = json.loads((out / name / "replay.json").read_text())["runs"]
+        info["heads"][name] = {
+            str(r["concurrency"]): round(r["summary"]["latency_s"]["p50"], 4)
+            for r in runs
+        }
+    return info

@@ -156,3 +156,20 @@ def test_lora_is_rejected_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="LoRA"):
         run_rl(cfg, tmp_path / "w", progress=False)
     assert not (tmp_path / "w").exists()
+
+
+def test_gate_accuracy_shaping_pays_accuracy_only_with_content():
+    from experiments.rl_sim import shape_rewards
+
+    scores = [
+        {"accuracy": 1.0, "effectiveness": 0.0, "skill_selection": 1.0},
+        {"accuracy": 1.0, "effectiveness": 0.5, "skill_selection": 0.0},
+        {"accuracy": 0.0, "effectiveness": 1.0, "skill_selection": 0.5},
+    ]
+    got = shape_rewards(scores, "gate_accuracy")
+    assert [g["accuracy"] for g in got] == [0.0, 1.0, 0.0]
+    assert [g["effectiveness"] for g in got] == [0.0, 0.5, 1.0]
+    assert scores[0]["accuracy"] == 1.0  # the judges' rewards are not modified
+    assert shape_rewards(scores, "none") == scores
+    with pytest.raises(ValueError, match="rl.shaping"):
+        shape_rewards(scores, "nope")

@@ -3,9 +3,13 @@
 Runs: the six main pipelines, two HSA-dimension ablation runs (tools, hooks),
 one still running (prompt) and one listed but never started (skill_ids). The
 HAT run has no T3 suite; the base run's stage workdir is shared by every run;
-one SFT stage path is absolute, the others relative to the root.
+one SFT stage path is absolute, the others relative to the root. The HAT run
+has a latency replay (the driver's ``replay`` step folder, named in its
+config.json's ``step_folders``) of two MTP heads at concurrency 1, 4 and 8;
+its co-trained head is skipped.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +18,9 @@ import pytest
 
 from hat_jax.eval.stats import error_reduction, mean_ci
 from hat_jax.eval.summary import flat_metrics, summarize_suite
+from serving.metrics import summarize
+from serving.policies import CallStats
+from serving.schedule import TurnRecord
 
 N = 40  # cases per suite (questions for the edit test)
 T3_KINDS = ("tool_fault", "distractor_tools", "schema_edit", "injection")
@@ -160,6 +167,77 @@ def _loss(steps, start, seed):
     ]
 
 
+REPLAY_LEVELS = (1, 4, 8)
+# head -> (drafts per step, decode seconds per token)
+REPLAY_HEADS = {"mtp_off": (0, 0.010), "standalone": (1, 0.008)}
+
+
+def _turns(rng, k: int, per_token: float, c: int) -> list[TurnRecord]:
+    """Turn records of a synthetic replay (``serving.schedule.TurnRecord``)."""
+    turns = []
+    for i in range(12):
+        arrival = 2.0 * i
+        start = arrival + rng.random() * 0.2 * c
+        calls = []
+        for _ in range(1 + i % 3):
+            new = 40 + int(rng.integers(0, 40))
+            proposed = k * (new // 2)
+            calls.append(
+                CallStats(
+                    batch=1,
+                    wall_s=0.5 + per_token * new,
+                    ttft_s=[0.2 + 0.05 * c * rng.random()],
+                    row_decode_s=per_token * (new - 1) * (1 + 0.1 * c),
+                    new_tokens=new,
+                    drafts_proposed=proposed,
+                    drafts_accepted=int(proposed * (0.5 + 0.3 * rng.random())),
+                    row_verifies=new // 2 if k else 0,
+                )
+            )
+        model_s = sum(x.wall_s for x in calls)
+        rec = TurnRecord(
+            i,
+            f"s{i % 2}",
+            arrival,
+            start,
+            start + model_s + 0.1,
+            "ok" if i % 4 else "failed",
+            model_s=model_s,
+            first_token=start + calls[0].ttft_s[0],
+            calls=calls,
+        )
+        turns.append(rec)
+    if c == 8:  # one slow reply, beyond the 15 s SLA
+        turns[-1].end = turns[-1].arrival + 16.0
+    return turns
+
+
+def _turn(r: TurnRecord) -> dict:
+    return {**dataclasses.asdict(r), "latency": r.latency, "queue_s": r.queue_s}
+
+
+def _replay(folder: Path) -> None:
+    """A replay step's folder: trace header, config.json, per head replay.json."""
+    header = {"kind": "trace", "version": 1, "arrivals": "poisson", "rate": 0.5,
+              "seed": 0, "n_messages": 12, "rooms": 2, "split": "test",
+              "messages_per_room": 6}  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "trace.jsonl").write_text(json.dumps(header) + "\n")
+    heads = {"co_trained": {"status": "skipped: the model has no MTP head"}}
+    for j, (head, (k, per_token)) in enumerate(REPLAY_HEADS.items()):
+        heads[head] = {"status": "done", "mtp": k}
+        runs = []
+        for c in REPLAY_LEVELS:
+            recs = _turns(np.random.default_rng([j, c]), k, per_token, c)
+            runs.append({"concurrency": c, "summary": summarize(recs),
+                         "spec_counters": None,
+                         "turns": [_turn(r) for r in recs]})  # fmt: skip
+        options = {"max_new_tokens": 96, "mtp_k": k, "label": head}
+        result = {"backend": "embedded", "options": options, "clock": "virtual"}
+        _write_json(folder / head / "replay.json", {**result, "runs": runs})
+    _write_json(folder / "config.json", {"heads": heads, "trace_header": header})
+
+
 def build_sweep(root: Path) -> Path:
     """Writes the fake sweep under ``root`` and returns it."""
     names = [*RUNS, NEVER_STARTED]
@@ -185,7 +263,11 @@ def build_sweep(root: Path) -> Path:
             "leave_out": leave,
             "scale": "tiny",
         }
-        _write_json(run / "config.json", {"meta": meta, "model": MODEL, "seed": 0})
+        config = {"meta": meta, "model": MODEL, "seed": 0}
+        if rl:
+            _replay(root / "stages" / f"replay_{name}")
+            config["step_folders"] = {"replay": f"stages/replay_{name}"}
+        _write_json(run / "config.json", config)
         stages = {"base": {"path": "stages/base", "seconds": 1.0}}
         if sft:
             sft_dir = root / "stages" / f"sft_{name}"

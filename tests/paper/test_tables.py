@@ -70,7 +70,7 @@ def by_label(table, start):
 
 
 def test_registry_has_every_table():
-    assert set(TABLES) == {"main", "ifeval", "ablation", "edit"}
+    assert set(TABLES) == {"main", "ifeval", "ablation", "edit", "latency"}
 
 
 def test_main_table_matches_records(sweep_root, tables):

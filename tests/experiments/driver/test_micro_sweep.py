@@ -1,11 +1,12 @@
 """The whole HAT pipeline at micro scale through `hat sweep` (hat_tiny.py:scale=micro).
 
-Two runs: `hat` (world data, tokenizer, base, HSA-SFT, OPD, HSA-RL, eval) and
-`hsa_sft`, which shares its prefix. The first sweep is interrupted inside the
-OPD step; the second resumes without recomputing anything finished. XLA
-executables go to pytest's cache folder, so a second session compiles little.
-Measured on the 2-core machine: 77 s with an empty XLA cache (4.7 min while a
-tiny sweep ran beside it).
+Two runs: `hat` (world data, tokenizer, base, HSA-SFT, OPD, HSA-RL, eval, a
+standalone MTP head, the latency replay) and `hsa_sft`, which shares its prefix.
+The first sweep is interrupted inside the OPD step; the second resumes without
+recomputing anything finished. XLA executables go to pytest's cache folder, so
+a second session compiles little. Measured on the 2-core machine: 77 s with an
+empty XLA cache before the MTP head and the replay (4.7 min while a tiny sweep
+ran beside it); 111 s with them while an RL run and a CI run shared the cores.
 """
 
 from __future__ import annotations
@@ -76,8 +77,14 @@ def test_micro_sweep_layout_resume_and_dedup(tmp_path, xla_cache, computed):
 
     computed.clear()
     assert _sweep(root, xla_cache) == 0
-    # finished steps are not recomputed: only OPD (resumed), RL and hat's eval
-    assert computed == [("opd", "train"), ("rl", "train"), ("eval", "eval")]
+    # finished steps are not recomputed: only OPD (resumed) and what follows it
+    assert computed == [
+        ("opd", "train"),
+        ("rl", "train"),
+        ("eval", "eval"),
+        ("mtp", "train"),
+        ("replay", "replay"),
+    ]
     assert len(list((root / "_steps").glob("base-*"))) == 1
     assert len(list((root / "_steps").glob("sft-*"))) == 1
 
@@ -87,7 +94,7 @@ def test_micro_sweep_layout_resume_and_dedup(tmp_path, xla_cache, computed):
     folders = {}
     for name, stages in (
         ("hsa_sft", {"base", "sft"}),
-        ("hat", {"base", "sft", "opd", "rl"}),
+        ("hat", {"base", "sft", "opd", "rl", "mtp"}),
     ):
         run_dir = root / name
         cfg = json.loads((run_dir / "config.json").read_text())
@@ -113,3 +120,27 @@ def test_micro_sweep_layout_resume_and_dedup(tmp_path, xla_cache, computed):
     opd = json.loads((root / folders["hat"]["opd"] / "config.json").read_text())
     assert Path(opd["init_teacher_from"]).name == Path(folders["hat"]["base"]).name
     assert Path(opd["init_from"]).name == Path(folders["hat"]["sft"]).name
+    steps = json.loads((root / "hat" / "config.json").read_text())["step_folders"]
+    _check_replay(root, {**folders["hat"], "replay": steps["replay"]})
+    link = root / "hat" / "replay"  # the run folder links its replay, like eval/
+    assert link.is_symlink() and (link / "trace.jsonl").exists()
+
+
+def _check_replay(root: Path, stages: dict[str, str]) -> None:
+    """The standalone MTP head on the RL model, and the replay of both."""
+    mtp = json.loads((root / stages["mtp"] / "config.json").read_text())
+    assert mtp["mtp_only"] and mtp["model"]["mtp_num_hidden_layers"] == 1
+    assert Path(mtp["init_from"]).name == Path(stages["rl"]).name
+    replay = root / stages["replay"]
+    assert (replay / "trace.jsonl").exists()
+    heads = json.loads((replay / "config.json").read_text())["heads"]
+    assert heads["co_trained"]["status"].startswith("skipped")  # no head in RL
+    for head, k in (("mtp_off", 0), ("standalone", 1)):
+        assert heads[head]["status"] == "done"
+        out = json.loads((replay / head / "replay.json").read_text())
+        assert out["options"]["mtp_k"] == k and out["clock"] == "virtual"
+        assert [r["concurrency"] for r in out["runs"]] == [1, 2]
+        for r in out["runs"]:
+            assert r["summary"]["messages"] == 4 and r["summary"]["errors"] == 0
+            assert (r["summary"]["mtp_acceptance_rate"] is None) == (k == 0)
+        assert (replay / head / "latency_cdf.png").exists()

@@ -1,0 +1,117 @@
+"""The latency table against the fixture's replay turns, recomputed here."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from paper.results import load_sweep
+from paper.tables import get
+
+HEADS = {"mtp_off": "MTP off", "standalone": "standalone head (fitted on HAT)"}
+
+
+def expected(turns):
+    """The table's cells of one replay level, from its per-turn records."""
+    served = [t for t in turns if t["status"] not in ("error", "timeout")]
+    lat = [t["latency"] for t in served]
+    calls = [c for t in turns for c in t["calls"]]
+    ttft = [x for c in calls for x in c["ttft_s"]]
+    decode = sum(c["new_tokens"] - c["batch"] for c in calls) / sum(
+        c["row_decode_s"] for c in calls
+    )
+    proposed = sum(c["drafts_proposed"] for c in calls)
+    accepted = sum(c["drafts_accepted"] for c in calls)
+    verifies = sum(c["row_verifies"] for c in calls)
+    return {
+        "P50 s": f"{np.percentile(lat, 50):.3f}",
+        "P95 s": f"{np.percentile(lat, 95):.3f}",
+        "P99 s": f"{np.percentile(lat, 99):.3f}",
+        "< 15 s (%)": f"{100 * np.mean(np.array(lat) < 15):.1f}",
+        "TTFT P50 s": f"{np.median(ttft):.3f}",
+        "decode tok/s": f"{decode:.1f}",
+        "MTP acceptance": f"{accepted / proposed:.3f}" if proposed else "–",
+        "mean acc. length": f"{1 + accepted / verifies:.2f}" if verifies else "–",
+    }, decode
+
+
+@pytest.fixture(scope="module")
+def table(sweep_root):
+    return get("latency")(load_sweep(sweep_root))
+
+
+def rows_of(table):
+    return [dict(zip(table.header, r)) for r in table.rows if r is not None]
+
+
+def test_rows_recomputed_from_replay_turns(sweep_root, table):
+    rows = {(r["MTP"], r["concurrency"]): r for r in rows_of(table)}
+    folder = sweep_root / "stages" / "replay_hat"
+    decode = {}
+    for head, label in HEADS.items():
+        runs = json.loads((folder / head / "replay.json").read_text())["runs"]
+        for run in runs:
+            cells, decode[head, run["concurrency"]] = expected(run["turns"])
+            row = rows[label, str(run["concurrency"])]
+            assert {k: row[k] for k in cells} == cells, (head, run["concurrency"])
+    for c in (1, 4, 8):
+        ratio = decode["standalone", c] / decode["mtp_off", c]
+        assert rows[HEADS["standalone"], str(c)]["speed-up"] == f"{ratio:.2f}×"
+        assert rows["MTP off", str(c)]["speed-up"] == "–"
+    assert rows["MTP off", "8"]["< 15 s (%)"] == f"{100 * 11 / 12:.1f}"
+
+
+def test_paper_rows_and_caption(table):
+    rows = [r for r in rows_of(table) if r["MTP"].startswith("paper")]
+    co = [r for r in rows if r["MTP"] == "paper: co-trained head"]
+    assert co[0]["P50 s"] == "3.407" and co[0]["P95 s"] == "8.114"
+    assert co[0]["< 15 s (%)"] == "100.0" and co[0]["decode tok/s"] == "271.4"
+    assert co[0]["MTP acceptance"] == "0.780" and co[0]["mean acc. length"] == "3.12"
+    assert [r["speed-up"] for r in co] == ["1.69×", "1.27×", "1.19×"]
+    assert [r["concurrency"] for r in co] == ["–", "4", "8"]
+    base = next(r for r in rows if r["MTP"] == "paper: base head")
+    assert (base["MTP acceptance"], base["mean acc. length"]) == ("0.735", "2.94")
+    assert base["speed-up"] == "1.11×"
+    off = next(r for r in rows if r["MTP"] == "paper: MTP off")
+    assert off["decode tok/s"] == "216.0"
+    assert "embedded JAX backend on CPU, virtual clock" in table.caption
+    assert "vLLM on one H20" in table.caption and "tiny scale" in table.caption
+    assert "12 messages of a poisson trace over 2 rooms" in table.caption
+    assert any("co-trained head: skipped" in n for n in table.notes)
+    assert "Drafts per step: standalone head (fitted on HAT) 1." in table.notes
+    tex = table.to_latex()
+    assert r"\begin{table*}" in tex and r"1.69$\times$" in tex
+    assert "| standalone head (fitted on HAT) | 4 |" in table.to_markdown()
+
+
+def test_run_folder_and_stage_replays_come_first(sweep_root, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    shutil.copytree(root / "stages" / "replay_hat", root / "stages" / "other")
+    shutil.rmtree(root / "stages" / "other" / "standalone")
+    (root / "hat" / "replay").symlink_to("../stages/other")
+    t = get("latency")(load_sweep(root))  # ROOT/<run>/replay over step_folders
+    assert {r[0] for r in t.rows if r and not r[0].startswith("paper")} == {"MTP off"}
+    assert "–" not in [r for r in t.rows if r and r[0] == "MTP off"][0][2:8]
+    (root / "hat" / "replay").unlink()
+    info = json.loads((root / "hat" / "run.json").read_text())
+    info["stages"]["replay"] = {"path": str(root / "stages" / "other")}
+    (root / "hat" / "run.json").write_text(json.dumps(info))
+    t = get("latency")(load_sweep(root))  # run.json's stage over step_folders
+    assert len([r for r in t.rows if r and not r[0].startswith("paper")]) == 3
+
+
+def test_no_replay_reads_as_dashes(sweep_root, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    shutil.rmtree(root / "stages" / "replay_hat")
+    t = get("latency")(load_sweep(root))
+    ours = [r for r in t.rows if r and not r[0].startswith("paper")]
+    assert [(r[0], r[1]) for r in ours] == [
+        ("MTP off", "1"), ("MTP off", "4"), ("MTP off", "8"),
+        ("co-trained head", "1"), ("co-trained head", "4"), ("co-trained head", "8"),
+    ]  # fmt: skip
+    assert all(set(r[2:]) == {"–"} for r in ours)
+    assert any("has no replay" in n for n in t.notes)
+    assert "no replay found" in t.caption
