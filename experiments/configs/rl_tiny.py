@@ -43,7 +43,8 @@ eval/reward 0.402 -> 0.332 (step 4) -> 0.453 (steps 8 and 12); paired over the
 ("谢谢...屏幕上这款可以点开看～") that the rule judge scores accurate (it states
 no wrong fact) for every intent. lr 3e-4 collapsed (all rewards 0 from step 6).
 ``rl.fold_missing_tool`` did not stop the skill-selection drop (0.27 vs 0.33 at
-step 4 without/with it). Next: gate accuracy on effectiveness in the RL reward.
+step 4 without/with it), nor did ``rl.shaping=gate_accuracy`` (0.402 -> 0.453,
+the same generic reply: docs/rl_tiny_4layer_gate_curve.json).
 
 Cost (same machine, busy): 12 rollouts + the update 60-140 s a step since the
 sampler prefills prompts with the fused kernel (before: 85-540 s, the cached
