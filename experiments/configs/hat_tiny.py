@@ -49,11 +49,12 @@ compiles; later ones load the XLA cache the driver keeps in ROOT/_jax_cache):
         average 4-5: MTP off 30 s of it, the drafting sampler 152 s;
         40 messages x 96 tokens took 504 s, 20 x 48 took 236 s)
 
-The whole sweep (1 base, 7 SFT, 2 OPD, 1 RL, 11 evaluations): 1,383 s (23 min),
-before the MTP head and the replay (about 4.5 min more, measured apart);
-`hat paper` on it 3 s. Results of that sweep: T1/T2/T3 accuracy 0 in every run
-(40 SFT steps do not teach the tiny model the agent task; IFEval 0-33 % on 6
-prompts). ``micro`` (a 512-token vocabulary, a 1-layer model, 2
+`make reproduce` on a fresh clone (2026-11-30, CI running beside it): 1,686 s in
+all (venv + assets ~150 s; the sweep of 1 base, 7 SFT (48 x 4,096), 2 OPD, 1 RL,
+the MTP head, the replay and 11 evaluations 1,529 s; `hat paper` a few s).
+Results: T1/T2/T3 accuracy 0 in every run (SFT ends at loss 1.6-2.0: 48 steps
+do not teach the tiny model the agent task); IFEval prompt-strict 0 for the base
+and 33 % for every trained run, on 6 prompts. ``micro`` (a 512-token vocabulary, a 1-layer model, 2
 steps per stage, 2 eval cases, a 4-message replay at concurrency 1 and 2
 of 4 new tokens a call) takes seconds per step and exists for
 the driver's test. HSA-RL draws its augmented harnesses from rl_tiny's one
