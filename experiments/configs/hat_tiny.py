@@ -54,7 +54,9 @@ all (venv + assets ~150 s; the sweep of 1 base, 7 SFT (48 x 4,096), 2 OPD, 1 RL,
 the MTP head, the replay and 11 evaluations 1,529 s; `hat paper` a few s).
 Results: T1/T2/T3 accuracy 0 in every run (SFT ends at loss 1.6-2.0: 48 steps
 do not teach the tiny model the agent task); IFEval prompt-strict 0 for the base
-and 33 % for every trained run, on 6 prompts. ``micro`` (a 512-token vocabulary, a 1-layer model, 2
+and 33 % for every trained run, on 6 prompts.
+
+``micro`` (a 512-token vocabulary, a 1-layer model, 2
 steps per stage, 2 eval cases, a 4-message replay at concurrency 1 and 2
 of 4 new tokens a call) takes seconds per step and exists for
 the driver's test. HSA-RL draws its augmented harnesses from rl_tiny's one
