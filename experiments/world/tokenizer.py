@@ -24,7 +24,6 @@ at most 775), SmolLM2 278.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from hat_jax.harness.trajectory import Trajectory
+from hat_jax.jsonl import iter_jsonl
 from hat_jax.text.chat import render_chat
 from hat_jax.text.qwen_tokenizer import SPLIT_PATTERN
 from hat_jax.text.tokenizer import Tokenizer
@@ -97,17 +97,9 @@ def world_texts(files: Sequence[str | Path]) -> Iterator[str]:
     """
     for path in files:
         n = 0
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    obj = json.loads(line)
-                except ValueError as e:
-                    raise ValueError(f"{where}: invalid JSON ({e})") from None
-                n += 1
-                yield _render_line(obj, where)
+        for where, obj in iter_jsonl(path):
+            n += 1
+            yield _render_line(obj, where)
         if n == 0:
             raise ValueError(f"{path}: no lines (expected JSONL trajectories/prompts)")
 

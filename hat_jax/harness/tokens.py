@@ -16,13 +16,13 @@ sampler produces turn by turn (a prompt is encoded, then the reply is sampled).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from hat_jax.harness.trajectory import Trajectory
+from hat_jax.jsonl import iter_jsonl
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
@@ -88,27 +88,19 @@ def read_jsonl(path: str | Path) -> list[Trajectory]:
       ValueError: ``path:line: what was wrong`` for the first bad line.
     """
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({e})") from None
-            if not isinstance(obj, dict):
-                kind = type(obj).__name__
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {kind}")
-            try:
-                traj = Trajectory.from_dict(obj)
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"{path}:{lineno}: not a trajectory ({e})") from None
-            if not isinstance(traj.messages, list) or not all(
-                isinstance(m, dict) and "role" in m for m in traj.messages
-            ):
-                raise ValueError(
-                    f"{path}:{lineno}: expected messages as a list of objects with "
-                    "a role"
-                )
-            out.append(traj)
+    for where, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            kind = type(obj).__name__
+            raise ValueError(f"{where}: expected a JSON object, got {kind}")
+        try:
+            traj = Trajectory.from_dict(obj)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: not a trajectory ({e})") from None
+        if not isinstance(traj.messages, list) or not all(
+            isinstance(m, dict) and "role" in m for m in traj.messages
+        ):
+            raise ValueError(
+                f"{where}: expected messages as a list of objects with a role"
+            )
+        out.append(traj)
     return out

@@ -30,6 +30,7 @@ import numpy as np
 from flax import nnx
 from jaxtyping import Array, Float, Int
 
+from hat_jax.jsonl import iter_jsonl
 from hat_jax.losses.divergences import get_divergence
 from hat_jax.losses.sft import token_logprobs
 from hat_jax.sampling.sampler import Completion, Sampler, SamplingParams
@@ -61,17 +62,7 @@ def read_prompts(path: str | os.PathLike[str]) -> list[list[dict[str, Any]]]:
       ValueError: `path:line: what was wrong` for the first bad line, or when the
         file holds no prompt.
     """
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{where}: invalid JSON ({e})") from None
-            out.append(_messages(obj, where))
+    out = [_messages(obj, where) for where, obj in iter_jsonl(path)]
     if not out:
         raise ValueError(f"{path}: no prompts")
     return out

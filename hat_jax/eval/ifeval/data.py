@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hat_jax import assets
 from hat_jax.eval.ifeval import registry
+from hat_jax.jsonl import iter_jsonl
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,17 +27,6 @@ class Prompt:
             "instruction_id_list": list(self.instruction_id_list),
             "kwargs": [dict(k) for k in self.kwargs],
         }
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
 
 
 def prompt_from_dict(row: Any, where: str) -> Prompt:
@@ -72,7 +60,7 @@ def prompt_from_dict(row: Any, where: str) -> Prompt:
 def load_prompts(path: str | Path | None = None) -> list[Prompt]:
     """The IFEval prompts (default: the 541 from the `ifeval-input-data` asset)."""
     path = Path(path) if path is not None else assets.path("ifeval-input-data")
-    return [prompt_from_dict(row, f"{path}:{n}") for n, row in _json_lines(path)]
+    return [prompt_from_dict(row, where) for where, row in iter_jsonl(path)]
 
 
 def read_responses(path: str | Path) -> list[dict[str, Any]]:
@@ -83,8 +71,7 @@ def read_responses(path: str | Path) -> list[dict[str, Any]]:
     """
     path = Path(path)
     rows = []
-    for lineno, row in _json_lines(path):
-        where = f"{path}:{lineno}"
+    for where, row in iter_jsonl(path):
         if not isinstance(row, dict):
             raise ValueError(
                 f"{where}: expected a JSON object with string fields 'prompt' and "
