@@ -11,11 +11,12 @@ stream: tokens after each row's first token over the time they took.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from serving.schedule import TurnRecord
 
@@ -24,14 +25,8 @@ PCTS = (50, 95, 99)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile with linear interpolation (numpy's default method)."""
-    if not values:
-        return float("nan")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    """The q-th percentile (numpy's linear interpolation); nan when empty."""
+    return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
 def _dist(values: Sequence[float]) -> dict[str, float]:
