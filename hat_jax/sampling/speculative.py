@@ -83,22 +83,28 @@ def _argmax(logits) -> Int[Array, "..."]:
     return jnp.argmax(logits, axis=-1).astype(jnp.int32)
 
 
-def _mtp(model, hidden, nxt, positions, kv, step):
-    """One MTP pass over T positions with its cache: (normed output, kv)."""
-    allowed = attention_mask(positions, None, kv[0].shape[1])
+def _mtp(model, hidden, nxt, positions, kv, step, *, prefill=False):
+    """One MTP pass over T positions with its cache: (normed output, kv).
+
+    `prefill`: positions are 0..T-1 and the cache is empty, so attention runs over
+    this call's keys (the fused causal kernel) while they are written to the cache.
+    """
+    allowed = attention_mask(positions, None, None if prefill else kv[0].shape[1])
     cos, sin = rope_tables(positions, model.config, model.config.rotary_dim)
     embeds = model.embed_tokens(nxt)
     return model.mtp(hidden, embeds, cos, sin, allowed, positions, kv, step=step)
 
 
-def _draft(model, hidden, nxt, positions, at, mtp_cache, k):
+def _draft(model, hidden, nxt, positions, at, mtp_cache, k, *, prefill=False):
     """MTP over the verified positions, then k - 1 recursive steps from index `at`.
 
     Returns (drafts [B, k], mtp_cache).
     """
     n_layers = len(mtp_cache)
     mtp_cache = list(mtp_cache)
-    x, mtp_cache[0] = _mtp(model, hidden, nxt, positions, mtp_cache[0], 0)
+    x, mtp_cache[0] = _mtp(
+        model, hidden, nxt, positions, mtp_cache[0], 0, prefill=prefill
+    )
     x = jnp.take_along_axis(x, at[:, None, None], axis=1)  # [B, 1, D]
     pos = jnp.take_along_axis(positions, at[:, None], axis=1)  # [B, 1]
     drafts = [_argmax(model.logits(x))]  # each [B, 1]
@@ -126,7 +132,9 @@ def _prefill(graphdef, params, tokens, lengths, cache, mtp_cache, *, k, max_new,
     # MTP slot t sees hidden[t] and token t + 1: the prompt's, then the new token.
     nxt = jnp.concatenate([tokens[:, 1:], jnp.zeros_like(tokens[:, :1])], axis=1)
     nxt = nxt.at[rows, last_i].set(tok)
-    drafts, mtp_cache = _draft(model, hidden, nxt, positions, last_i, mtp_cache, k)
+    drafts, mtp_cache = _draft(
+        model, hidden, nxt, positions, last_i, mtp_cache, k, prefill=True
+    )
     return SpecState(
         cache=cache,
         mtp_cache=mtp_cache,

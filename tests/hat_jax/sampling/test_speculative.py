@@ -135,3 +135,28 @@ def test_refuses_what_it_cannot_do():
     )
     with pytest.raises(NotImplementedError, match="rolled back"):
         SpeculativeSampler(abstract_model(hybrid))
+
+
+def test_prefill_drafts_equal_attention_over_cache_slots():
+    """The prefill's MTP pass (fused attention over the prompt) against the same
+    pass attending over every MTP cache slot: same drafts, same MTP cache."""
+    from hat_jax.sampling.speculative import _draft
+
+    model = build_model(CFG, seed=5)
+    lengths = np.array([9, 3, 16])
+    b, p, slots = len(lengths), 16, 40
+    rng = np.random.default_rng(1)
+    tokens = jnp.asarray(rng.integers(1, V, (b, p)), jnp.int32)
+    positions = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
+    hidden, _, _ = model.hidden_states(tokens, positions, positions < lengths[:, None])
+    nxt = jnp.concatenate([tokens[:, 1:], tokens[:, :1]], axis=1)
+    at = jnp.asarray(lengths - 1)
+    out = []
+    for prefill in (False, True):
+        cache = [tuple(jnp.zeros((b, slots, 2, 16)) for _ in "kv")]
+        out.append(_draft(model, hidden, nxt, positions, at, cache, 3, prefill=prefill))
+    (d0, c0), (d1, c1) = out
+    np.testing.assert_array_equal(d1, d0)
+    for a, b_ in zip(c0[0], c1[0], strict=True):
+        for i, n in enumerate(lengths):  # the real positions (and the drafts' slots)
+            np.testing.assert_allclose(b_[i, : n + 2], a[i, : n + 2], atol=2e-5)
