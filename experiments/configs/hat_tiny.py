@@ -107,15 +107,15 @@ SCALES = {
         model={"layers": 2, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32},
         world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
         base={"steps": 160, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
-        sft={"steps": 48, "batch_size": 1, "seq_len": 4096, "lr": 3e-3},
+        sft={"steps": 160, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
         opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
         rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
         ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
-        mtp={"steps": 30, "batch_size": 1, "seq_len": 4096, "lr": 3e-3},
+        mtp={"steps": 30, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
         replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
         | {"max_new_tokens": 40},
-        est={"data": 4, "tok": 4, "base": 256, "sft": 110, "opd": 20, "rl": 68}
-        | {"eval": 35, "mtp": 88, "replay": 182},
+        est={"data": 4, "tok": 4, "base": 150, "sft": 140, "opd": 20, "rl": 50}
+        | {"eval": 45, "mtp": 30, "replay": 150},
     ),
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(
