@@ -285,7 +285,12 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
     )
     if int(ro.get("max_rows") or 0):
         policy = RowChunkedPolicy(policy, int(ro.max_rows))
-    graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=int(cfg.seed))
+    graphdef, state = init_state(
+        model,
+        make_optimizer(cfg.optim),
+        seed=int(cfg.seed),
+        trainable=build.trainable_filter(cfg, model),  # an MTP head: mtp_weight
+    )
     ref_params = jax.tree.map(jnp.copy, state.params)  # the starting policy
     step_fn = jit_rl_step(graphdef, cfg)
     base = load_harness(ro.harness)

@@ -90,6 +90,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.stage = "rl"
     del c.data
     c.optim.warmup_steps = 0
+    # c.mtp_weight (sft_tiny's): with an MTP head the step adds its CE on the
+    # sampled tokens (hat_jax.train.rl); without one it is unused
     c.train.save_every = max(a.save_every, 1)
     c.rl = ml_collections.ConfigDict(
         {

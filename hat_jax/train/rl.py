@@ -30,6 +30,12 @@ for ``seq-mean-token-mean``) and the weighted gradients are summed in a
 "trainer"``) old log-probs are computed the same way, one micro-batch at a time,
 so no [B, T, V] array is ever built.
 
+With an MTP head and ``cfg.mtp_weight`` > 0 the head's CE is added, weighted
+like the KL term (a mean over trained tokens): at position t it predicts the
+trained token at t + 1 from hidden[t] and that episode's token t + 1, i.e. it
+learns to draft what the current policy samples (the head's params train only
+through this term; ``hat_jax.train.build`` leaves it frozen when the weight is 0).
+
 The CoT length penalty enters as one more reward column per segment (value
 ``-length_penalty(reasoning tokens of that segment)``, weight 1), so GDPO
 normalises it within the group like the other rewards. The GSPO ratio is one
@@ -54,6 +60,7 @@ from hat_jax.losses.policy import (
     segment_masks,
 )
 from hat_jax.losses.sft import token_logprobs
+from hat_jax.models.mtp import mtp_hidden
 from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
 
 __all__ = [
@@ -80,6 +87,7 @@ AGGREGATION_UNITS = {
 }
 ROW_KEYS = ("inputs", "positions", "attn")  # [B, T]: the decoder's inputs
 AUX_KEYS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
+MTP_KEYS = ("mtp_ce", "mtp_accuracy", "mtp_count")  # sums, with cfg.mtp_weight > 0
 
 
 def segment_weights(rl) -> dict[str, jax.Array]:
@@ -149,14 +157,30 @@ def gather_trained(batch: dict) -> dict[str, jax.Array]:
     }
 
 
-def _logprobs(params, frozen, rows, *, graphdef) -> Float[Array, "M K"]:
-    # decoder over [M, T], the LM head at the K gathered positions only
+def _logprobs(params, frozen, rows, *, graphdef, mtp=False):
+    """logp [M, K] at the gathered positions; with `mtp`, also the MTP terms.
+
+    The decoder runs over [M, T], the LM head at the K gathered positions only.
+    `mtp`: (logp, (ce, hits, count)): the MTP head's CE summed over the trained
+    tokens it can predict (position idx - 1 drafts the token at idx), its correct
+    argmax count, and how many there were.
+    """
     model = nnx.merge(graphdef, params, frozen)
     hidden, _, _ = model.hidden_states(
         rows["inputs"], rows["positions"], rows["attn"]
     )  # [M, T, D]
     h = jnp.take_along_axis(hidden, rows["idx"][..., None], axis=1)  # [M, K, D]
-    return token_logprobs(logits=model.logits(h), targets=rows["targets"])
+    logp = token_logprobs(logits=model.logits(h), targets=rows["targets"])
+    if not mtp:
+        return logp
+    seg = rows["attn"].astype(jnp.int32)  # one causal document, padding apart
+    hm = mtp_hidden(model, hidden, rows["inputs"], rows["positions"], seg)
+    at = jnp.maximum(rows["idx"] - 1, 0)  # [M, K]
+    logits = model.logits(jnp.take_along_axis(hm, at[..., None], axis=1))
+    mtp_logp = token_logprobs(logits=logits, targets=rows["targets"])  # [M, K]
+    w = ((rows["segments"] > 0) & (rows["idx"] > 0)).astype(jnp.float32)
+    hit = (jnp.argmax(logits, -1) == rows["targets"]).astype(jnp.float32)
+    return logp, (-jnp.sum(mtp_logp * w), jnp.sum(hit * w), jnp.sum(w))
 
 
 def rl_logprobs(params, frozen, batch, *, graphdef) -> Float[Array, "B K"]:
@@ -196,9 +220,10 @@ def _shares(units: Float[Array, " B"], a: int) -> Float[Array, " A"]:
     return per / jnp.maximum(per.sum(), 1.0)
 
 
-def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl):
+def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl, mtp_weight=0.0):
     """One micro-batch's weighted loss and weighted metric terms."""
-    logp = _logprobs(params, frozen, rows, graphdef=graphdef)  # [M, K]
+    out = _logprobs(params, frozen, rows, graphdef=graphdef, mtp=mtp_weight > 0)
+    logp, mtp = out if mtp_weight > 0 else (out, None)  # logp [M, K]
     trained = (rows["segments"] > 0).astype(jnp.float32)
     pg, m = policy_loss(
         logp=logp,
@@ -224,25 +249,30 @@ def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl):
         "ratio_mean": w_tok * m["ratio_mean"],
         "approx_kl": w_tok * m["approx_kl"],
     }
+    if mtp is not None:  # its batch mean: the sum over the batch's MTP tokens
+        ce_sum, hits, n = mtp
+        loss = loss + mtp_weight * ce_sum / rows["mtp_units"]
+        aux |= dict(zip(MTP_KEYS, (ce_sum, hits, n), strict=True))
     return loss, (jax.lax.stop_gradient(aux), jax.lax.stop_gradient(gap))
 
 
-def _accumulated_grads(params, frozen, micro, w_pg, w_tok, *, graphdef, rl):
+def _accumulated_grads(
+    params, frozen, micro, w_pg, w_tok, *, graphdef, rl, mtp_weight=0.0
+):
     """Sum over the A micro-batches of the weighted loss's grads (``lax.scan``)."""
     grad_fn = jax.value_and_grad(_micro_loss, has_aux=True)
+    kw = {"graphdef": graphdef, "rl": rl, "mtp_weight": mtp_weight}
 
     def body(carry, xs):
         grads, loss, aux, gap = carry
         rows, wp, wt = xs
-        (ls, (a, gp)), g = grad_fn(
-            params, frozen, rows, wp, wt, graphdef=graphdef, rl=rl
-        )
+        (ls, (a, gp)), g = grad_fn(params, frozen, rows, wp, wt, **kw)
         grads = jax.tree.map(jnp.add, grads, g)
         aux = jax.tree.map(jnp.add, aux, a)
         return (grads, loss + ls, aux, jnp.maximum(gap, gp)), None
 
     zero = jnp.zeros((), jnp.float32)
-    aux0 = dict.fromkeys(AUX_KEYS, zero)
+    aux0 = dict.fromkeys(AUX_KEYS + (MTP_KEYS if mtp_weight > 0 else ()), zero)
     init = (jax.tree.map(jnp.zeros_like, params), zero, aux0, zero)
     (grads, loss, aux, gap), _ = jax.lax.scan(body, init, (micro, w_pg, w_tok))
     return grads, loss, aux, gap
@@ -316,13 +346,27 @@ def rl_train_step(
     trained = (g["segments"] > 0).astype(jnp.float32)  # [B, K]
     w_pg = _shares(AGGREGATION_UNITS[rl.aggregation](trained), a)  # [A]
     w_tok = _shares(AGGREGATION_UNITS["token-mean"](trained), a)  # [A]
+    mtp_weight = float(cfg.get("mtp_weight", 0.0) or 0.0)
+    model = nnx.merge(graphdef, state.params, state.frozen)  # trace time only
+    if getattr(model, "mtp", None) is None:
+        mtp_weight = 0.0  # no head: no MTP term (as in SFT)
+    if mtp_weight > 0:  # the MTP CE's denominator: its tokens in the whole batch
+        units = jnp.maximum(jnp.sum(trained * (g["idx"] > 0)), 1.0)
+        micro["mtp_units"] = jnp.broadcast_to(units, (a,))
 
     tx = make_optimizer(cfg.optim)
     params, opt_state = state.params, state.opt_state
     first = None
     for i in range(inner):  # unrolled: inner_steps is small (1-4)
         grads, loss, aux, gap = _accumulated_grads(
-            params, state.frozen, micro, w_pg, w_tok, graphdef=graphdef, rl=rl
+            params,
+            state.frozen,
+            micro,
+            w_pg,
+            w_tok,
+            graphdef=graphdef,
+            rl=rl,
+            mtp_weight=mtp_weight,
         )
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -349,6 +393,10 @@ def rl_train_step(
         "train/update_norm": tree_norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
     }
+    if mtp_weight > 0:
+        n = jnp.maximum(aux["mtp_count"], 1.0)
+        metrics["rl/mtp_ce"] = aux["mtp_ce"] / n
+        metrics["rl/mtp_accuracy"] = aux["mtp_accuracy"] / n
     means = jnp.mean(batch["rewards"], axis=(0, 1))  # [R]
     for j, name in enumerate(rl.reward_names):
         metrics[f"rl/reward/{name}"] = means[j]
