@@ -48,6 +48,7 @@ from augment import apply_spec, sample_family_spec
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.harness import SamplerPolicy, load_harness, run_turns
 from hat_jax.harness.policy import formats, thinking_prefill
+from hat_jax.parallel.placement import mesh_from_config
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.train import build
 from hat_jax.train.metrics import MetricsWriter, check_finite, read_metrics
@@ -260,6 +261,8 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
     Returns:
       (final train state, graphdef, last train metrics incl. the last eval).
     """
+    if mesh_from_config(cfg) is not None:
+        raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     lora = cfg.get("lora")
     if lora is not None and int(lora.get("rank") or 0) > 0:
         raise ValueError("HSA-RL trains all params; LoRA (lora.rank > 0) is not wired")

@@ -95,6 +95,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # used only when the model has an MTP head (model.mtp_num_hidden_layers > 0,
     # or an init_from checkpoint that carries one).
     c.mtp_weight = 0.3
+    # Device mesh (hat_jax.parallel.placement): all 1 = one device, plain jit;
+    # e.g. --config.mesh.fsdp=-1 shards params, optimiser state and batch over all
+    c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1, "expert": 1})
     # Standalone MTP mode: train only the head (trunk frozen) on its loss; with
     # init_from a base without a head, model.mtp_num_hidden_layers adds a fresh one.
     c.mtp_only = False

@@ -71,6 +71,12 @@ def run(args) -> int:
     if args.stage not in table:
         print(f"hat train: error: unknown stage {args.stage!r}", file=sys.stderr)
         return 2
+    from hat_jax.parallel.placement import mesh_sizes
+
+    if mesh_sizes(cfg) is not None:  # on a mesh: join the other hosts, if any, first
+        from hat_jax.parallel.distributed import initialize
+
+        initialize()
     try:
         runner = load_runner(table[args.stage])
     except ImportError as e:  # a plugin stage whose package is not installed here

@@ -354,10 +354,13 @@ def run_opd(
     Returns:
       (final state, graphdef, last metrics).
     """
+    from hat_jax.parallel.placement import mesh_from_config
     from hat_jax.train import build
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
 
+    if mesh_from_config(cfg) is not None:
+        raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     tokenizer = build.load_tokenizer(cfg.tokenizer)
     ids, stats = encode_prompts(
         read_prompts(cfg.data.train),

@@ -236,6 +236,8 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
     """Builds data, model and state from `cfg` and trains (`hat train sft`).
 
     Writes `config.json` (with the model's actual config) into `workdir`. With
+    `cfg.mesh` (axis sizes) the state is sharded over a device mesh and the step
+    jitted with its shardings (`hat_jax.parallel.placement`). With
     `cfg.lora.rank` > 0 the model gets LoRA adapters and only they are trained;
     `nnx.merge(graphdef, state.params, state.frozen)` is the adapted model and
     `save_hf` merges the adapters on export.
@@ -244,6 +246,7 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
       (final state, graphdef, last metrics).
     """
     from hat_jax.harness.tokens import read_jsonl
+    from hat_jax.parallel.placement import place_on_mesh
     from hat_jax.train import build, data
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
@@ -283,7 +286,13 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
         trainable=build.trainable_filter(cfg, model),
     )
     del model
-    step_fn = jit_sft_step(graphdef, cfg)
+    # cfg.mesh: the state sharded over a device mesh (hat_jax.parallel.placement)
+    step = functools.partial(sft_train_step, graphdef=graphdef, cfg=cfg)
+    placed = place_on_mesh(cfg, state0, step, mcfg.family)
+    if placed is None:
+        step_fn = jit_sft_step(graphdef, cfg)
+    else:
+        state0, step_fn, batches = placed.state, placed.step, placed.feed(batches)
 
     state, last = train(
         cfg,

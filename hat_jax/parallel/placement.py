@@ -1,0 +1,116 @@
+"""A stage's train state and step on a device mesh, from the run config.
+
+    mesh:                     # cfg.mesh; absent, None or all 1: plain jit
+      data: 1
+      fsdp: -1                # -1: every device not used by the other axes
+      tensor: 1
+      expert: 1
+
+    placed = place_on_mesh(cfg, state, step_fn, family)   # None without cfg.mesh
+    state, step = placed.state, placed.step               # sharded, jitted
+    data = placed.feed(batches)                           # batches split on B
+
+`step_fn` is the stage's unjitted `(state, batch, rng) -> (state, metrics)`; the
+partition rules are the model family's (`hat_jax.parallel.rules`); the sharded
+step's result is the single-device step's (tests/hat_jax/parallel). Checkpoints
+restore into the sharded state's layout (the restore template carries the
+shardings), so a run resumes on the same mesh. One process: every device is
+local and the whole batch is on the host. Several hosts
+(`hat_jax.parallel.initialize` first): each host builds the same global batch,
+and `feed` keeps the rows its devices own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+
+from hat_jax.parallel.mesh import AXES, axis_sizes, make_mesh
+from hat_jax.parallel.rules import ShardingReport, get_rules
+from hat_jax.parallel.step import batch_sharding, jit_sharded_step, shard_train_state
+
+__all__ = ["Placed", "mesh_from_config", "mesh_sizes", "place_on_mesh"]
+
+
+def mesh_sizes(cfg) -> dict[str, int] | None:
+    """`cfg.mesh`'s axis sizes, read without touching JAX (multi-host start-up
+    must come first); None when absent, None, or every axis is 1."""
+    spec = cfg.get("mesh") if hasattr(cfg, "get") else None
+    if not spec:
+        return None
+    spec = spec.to_dict() if hasattr(spec, "to_dict") else dict(spec)
+    unknown = set(spec) - set(AXES)
+    if unknown:
+        raise ValueError(f"mesh: unknown axes {sorted(unknown)}; have {AXES}")
+    sizes = {a: int(spec.get(a, 1)) for a in AXES}
+    return None if all(v == 1 for v in sizes.values()) else sizes
+
+
+def mesh_from_config(cfg) -> Mesh | None:
+    """`cfg.mesh` as a `Mesh` over all devices; -1 on one axis takes the devices
+    the others leave. None (the plain single-device jit): see `mesh_sizes`."""
+    sizes = mesh_sizes(cfg)
+    return None if sizes is None else make_mesh(**sizes)
+
+
+class _Feed:
+    """Wraps a resumable batch iterator; each batch goes to the mesh split on B."""
+
+    def __init__(self, data: Any, sharding: NamedSharding):
+        self.data, self.sharding = data, sharding
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, jax.Array]:
+        batch = next(self.data)
+        return {k: _global(np.asarray(v), self.sharding) for k, v in batch.items()}
+
+    def position(self) -> dict:
+        return self.data.position()
+
+    def restore(self, pos: dict) -> None:
+        self.data.restore(pos)
+
+
+def _global(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
+    # every host holds the global batch; each device takes its rows
+    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+
+
+@dataclasses.dataclass
+class Placed:
+    mesh: Mesh
+    state: Any  # on the mesh
+    step: Callable  # jitted with the state's and the batch's shardings
+    report: ShardingReport
+
+    def feed(self, data: Any) -> _Feed:
+        return _Feed(data, batch_sharding(self.mesh))
+
+
+def place_on_mesh(cfg, state: Any, step_fn: Callable, family: str) -> Placed | None:
+    """The state sharded by `family`'s rules and `step_fn` jitted for `cfg.mesh`.
+
+    Raises:
+      ValueError: the batch does not split over the mesh's data and fsdp axes.
+    """
+    mesh = mesh_from_config(cfg)
+    if mesh is None:
+        return None
+    sizes = axis_sizes(mesh)
+    split = sizes["data"] * sizes["fsdp"]
+    b = int(cfg.batch_size) // int(cfg.get("grad_accum", 1) or 1)
+    if b % split:
+        raise ValueError(
+            f"mesh {sizes}: each micro-batch of {b} rows (batch_size / grad_accum) "
+            f"must split over data x fsdp = {split} devices"
+        )
+    state, shardings, report = shard_train_state(state, mesh, get_rules(family))
+    step = jit_sharded_step(step_fn, shardings, batch_sharding(mesh))
+    return Placed(mesh, state, step, report)
