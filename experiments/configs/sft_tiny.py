@@ -62,7 +62,9 @@ def lora_block() -> ml_collections.ConfigDict:
     """LoRA adapters (hat_jax.models.lora), off by default; shared by OPD.
 
     rank > 0 wraps `target_modules` of every decoder layer in adapters and trains
-    only them (plus the MTP head when `mtp_weight` > 0); exports merge them.
+    only them (plus the MTP head when `mtp_weight` > 0); exports merge them. The
+    MLP names also reach a Qwen3.5 shared expert; its Gated DeltaNet layers take
+    in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj (add them here).
     """
     return ml_collections.ConfigDict(
         {

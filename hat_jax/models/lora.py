@@ -19,7 +19,10 @@ Training only the adapters (`LoRAParam` subclasses `nnx.Param`, so filter by it)
 
 Qwen3-MoE expert weights are stacked `nnx.Param`s [E, D, F], not Linears: LoRA on
 experts (and on the router `gate`) is out of scope; their attention and dense-MLP
-layers are wrapped as usual. `embed_tokens` and `lm_head` are never wrapped.
+layers are wrapped as usual. The Qwen3.5 hybrid: its Gated DeltaNet layers'
+projections (`DELTANET_TARGETS`, under `linear_attn`), its gated attention's and
+its shared expert's (`mlp.shared_expert.{gate,up,down}_proj`, by the MLP names).
+`embed_tokens`, `lm_head` and the MTP head are never wrapped.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from hat_jax.models.llama import CausalLM
 
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
+DELTANET_TARGETS = ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
+ALL_TARGETS = ATTENTION_TARGETS + MLP_TARGETS + DELTANET_TARGETS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,13 +50,14 @@ class LoRAConfig:
     Attributes:
         rank: r, the inner dimension of A [in, r] and B [r, out].
         alpha: the delta is scaled by alpha / rank.
-        targets: projection names inside each decoder layer (attention and MLP).
+        targets: projection names inside each decoder layer (attention, MLP or
+          shared expert, Gated DeltaNet); a name a layer lacks is skipped.
         dropout: dropout rate on the adapter's input (training mode only).
     """
 
     rank: int
     alpha: float
-    targets: tuple[str, ...] = ATTENTION_TARGETS + MLP_TARGETS
+    targets: tuple[str, ...] = ALL_TARGETS
     dropout: float = 0.0
 
     def __post_init__(self):
@@ -59,11 +65,10 @@ class LoRAConfig:
             raise ValueError(f"LoRA rank must be >= 1, got {self.rank}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
-        unknown = sorted(set(self.targets) - set(ATTENTION_TARGETS + MLP_TARGETS))
+        unknown = sorted(set(self.targets) - set(ALL_TARGETS))
         if unknown or not self.targets:
             raise ValueError(
-                f"unknown LoRA targets {unknown}; choose from "
-                f"{ATTENTION_TARGETS + MLP_TARGETS}"
+                f"unknown LoRA targets {unknown}; choose from {ALL_TARGETS}"
             )
 
     @property
@@ -169,10 +174,15 @@ class LoRALinear(nnx.Module):
 def _projections(model: CausalLM):
     """(parent module, attribute name) of every projection slot in the decoder."""
     for layer in model.layers:
+        mlp = getattr(layer, "mlp", None)
         for parent, names in (
-            (layer.self_attn, ATTENTION_TARGETS),
-            (layer.mlp, MLP_TARGETS),
+            (getattr(layer, "self_attn", None), ATTENTION_TARGETS),
+            (getattr(layer, "linear_attn", None), DELTANET_TARGETS),
+            (mlp, MLP_TARGETS),
+            (getattr(mlp, "shared_expert", None), MLP_TARGETS),
         ):
+            if parent is None:
+                continue
             for name in names:
                 yield parent, name
 

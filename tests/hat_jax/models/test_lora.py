@@ -190,3 +190,84 @@ def test_dropout_only_in_training():
     merged = merge_lora(lora)
     assert _paths(merged, ...) == _paths(base, ...)  # rng state dropped too
     assert np.abs(_logits(merged) - _logits(lora)).max() <= 1e-5
+
+
+HYBRID = ModelConfig.from_hf(
+    {
+        "model_type": "qwen3_5_moe_text",
+        "vocab_size": 89,
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 8,
+        "linear_value_head_dim": 8,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "moe_intermediate_size": 24,
+        "shared_expert_intermediate_size": 40,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "layer_types": ["linear_attention", "full_attention"],
+        "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+    }
+)
+# Qwen3.5 hybrid: (parent path inside a layer, projection names) that get adapters
+HYBRID_SLOTS = {
+    "linear_attention": [
+        ("linear_attn", ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")),
+        ("linear_attn", ("out_proj",)),
+        ("mlp.shared_expert", ("gate_proj", "up_proj", "down_proj")),
+    ],
+    "full_attention": [
+        ("self_attn", ("q_proj", "k_proj", "v_proj", "o_proj")),
+        ("mlp.shared_expert", ("gate_proj", "up_proj", "down_proj")),
+    ],
+}
+
+
+def _hybrid_slots(model):
+    for i, kind in enumerate(HYBRID.layer_types):
+        for parent, names in HYBRID_SLOTS[kind]:
+            module = model.layers[i]
+            for part in parent.split("."):
+                module = getattr(module, part)
+            for name in names:
+                yield i, parent, name, module
+
+
+def test_hybrid_deltanet_and_shared_expert_adapters(tmp_path):
+    """Every DeltaNet, gated-attention and shared-expert projection is wrapped;
+    the logits equal a NumPy merge of W + (alpha / r) A @ B, and the merged
+    export loads in transformers' qwen3_5_moe with the same logits."""
+    rank, alpha = 4, 8.0
+    base = build_model(HYBRID, seed=1)
+    lora = apply_lora(base, LoRAConfig(rank=rank, alpha=alpha), rngs=nnx.Rngs(0))
+    assert np.array_equal(_logits(lora), _logits(base))  # B = 0: the base model
+    _randomize(lora, std=0.2)
+    by_hand = nnx.clone(base)
+    slots = 0
+    for (i, parent, name, m), (*_, target) in zip(
+        _hybrid_slots(lora), _hybrid_slots(by_hand), strict=True
+    ):
+        m = getattr(m, name)
+        assert isinstance(m, LoRALinear), (i, parent, name)
+        w = np.asarray(m.kernel[...], np.float64)
+        a, b = np.asarray(m.lora_a[...], np.float64), np.asarray(m.lora_b[...])
+        merged = w + alpha / rank * a @ b.astype(np.float64)
+        getattr(target, name).kernel[...] = jnp.asarray(merged, jnp.float32)
+        slots += 1
+    assert slots == sum(len(n) for k in HYBRID.layer_types for _, n in HYBRID_SLOTS[k])
+    assert sum(isinstance(m, LoRALinear) for _, m in nnx.iter_modules(lora)) == slots
+    ours = _logits(lora)
+    assert np.abs(ours - _logits(base)).max() > 1e-2  # the adapters matter
+    assert np.abs(ours - _logits(by_hand)).max() <= 1e-5
+    save_hf(lora, tmp_path)  # merges the adapters
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, dtype=torch.float32
+    )
+    with torch.no_grad():
+        theirs = hf.eval()(torch.tensor(np.asarray(TOKENS))).logits.numpy()
+    assert np.abs(theirs - ours).max() <= 1e-4
