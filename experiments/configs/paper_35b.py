@@ -70,6 +70,9 @@ def model() -> ml_collections.ConfigDict:
             "moe_intermediate_size": 512,
             "shared_expert_intermediate_size": 512,
             "mtp_num_hidden_layers": 1,
+            # top-k dispatch (hat_jax.models.qwen3_moe): 8 of 256 experts per
+            # token, not all of them; `hat plan --moe-impl` prices both
+            "moe_impl": "topk",
         }
     )
 

@@ -53,6 +53,9 @@ class ModelConfig:
     decoder_sparse_step: int = 1
     mlp_only_layers: tuple[int, ...] = ()
     router_aux_loss_coef: float = 0.001
+    # Ours: how routed experts run ("dense": every expert on every token, weighted;
+    # "topk": tokens sorted to their k experts, grouped matmuls). Same numbers.
+    moe_impl: str = "dense"
     # Qwen3.5 hybrid: per-layer token mixer ("linear_attention" = Gated DeltaNet,
     # "full_attention" = gated attention), the DeltaNet sizes, the gated shared
     # expert beside the routed ones, and RoPE on the first head_dim * factor dims.
@@ -150,6 +153,7 @@ class ModelConfig:
     def to_hf(self) -> dict[str, Any]:
         """The `config.json` dict transformers (and vLLM) read."""
         skip = {"param_dtype", "dtype", "rope_scaling", "rope_theta", "model_type"}
+        skip.add("moe_impl")
         skip |= set(_HF_SKIP.get(self.model_type, ()))
         out: dict[str, Any] = {
             "architectures": [ARCHITECTURES[self.model_type]],
