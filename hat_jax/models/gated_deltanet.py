@@ -76,6 +76,40 @@ def recurrent_gated_delta_rule(
     return jnp.moveaxis(out, 0, 1), state
 
 
+def recurrent_states(
+    q: Float[Array, "B T H DK"],
+    k: Float[Array, "B T H DK"],
+    v: Float[Array, "B T H DV"],
+    g: Float[Array, "B T H"],
+    beta: Float[Array, "B T H"],
+    state: Float[Array, "B H DK DV"],
+) -> tuple[Float[Array, "B T H DV"], Float[Array, "B T1 H DK DV"]]:
+    """`recurrent_gated_delta_rule` keeping S before and after every position.
+
+    Returns (out, states) with states[:, i] = S after the first i positions
+    (T1 = T + 1; states[:, 0] is `state`): what speculative decoding rolls back
+    to when only the first i of T verified tokens are accepted.
+    """
+
+    def step(s, xs):
+        q_t, k_t, v_t, g_t, b_t = xs
+        s = s * jnp.exp(g_t)[..., None, None]
+        mem = jnp.einsum("bhkv,bhk->bhv", s, k_t)
+        s = s + k_t[..., :, None] * ((v_t - mem) * b_t[..., None])[..., None, :]
+        return s, (jnp.einsum("bhkv,bhk->bhv", s, q_t), s)
+
+    xs = tuple(jnp.moveaxis(x, 1, 0) for x in (q, k, v, g, beta))  # T first
+    _, (out, states) = jax.lax.scan(step, state, xs)
+    states = jnp.concatenate([state[None], states], axis=0)  # [T1, B, H, DK, DV]
+    return jnp.moveaxis(out, 0, 1), jnp.moveaxis(states, 0, 1)
+
+
+def select_state(state: GDNState, n: Int[Array, " B"]) -> GDNState:
+    """From per-position states (`keep_states=True`), row b's after n[b] inputs."""
+    rows = jnp.arange(n.shape[0])
+    return GDNState(conv=state.conv[rows, n], recurrent=state.recurrent[rows, n])
+
+
 def chunk_gated_delta_rule(
     q: Float[Array, "B T H DK"],
     k: Float[Array, "B T H DK"],
@@ -243,6 +277,7 @@ class GatedDeltaNet(nnx.Module):
         mask: Bool[Array, "B T"] | None = None,
         allowed: Bool[Array, "B T S"] | None = None,
         cache: GDNState | None = None,
+        keep_states: bool = False,
         **_,
     ) -> tuple[Float[Array, "B T D"], GDNState | None]:
         """(output [B, T, D], next state or None).
@@ -250,6 +285,9 @@ class GatedDeltaNet(nnx.Module):
         `mask` marks real tokens. Without a cache, `allowed` (the attention mask,
         S = T) also splits the recurrence: position t continues from t - 1 only if
         it may attend to it, so packed documents (`segment_ids` masks) stay apart.
+        `keep_states` (with a cache, no padding): the state after each prefix of
+        the T inputs, conv [B, T1, W, C] and recurrent [B, T1, HV, DK, DV] with
+        T1 = T + 1 (index 0: the cache as given); `select_state` picks one per row.
         """
         b, t, _ = x.shape
         if mask is not None:
@@ -276,6 +314,16 @@ class GatedDeltaNet(nnx.Module):
         q = l2norm(q) * self.dk**-0.5
         k = l2norm(k)
         args = (q, k, v.astype(jnp.float32), g, beta, state.recurrent)
+        if keep_states:
+            if cache is None or mask is not None:
+                raise ValueError("keep_states needs a cache and unpadded inputs")
+            out, states = recurrent_states(*args)
+            out = self.norm(out.astype(x.dtype), z=self.in_proj_z(x).reshape(out.shape))
+            w = self.kernel - 1  # conv state after i inputs: xcat[i : i + W]
+            conv = jnp.stack([xcat[:, i : i + w] for i in range(t + 1)], axis=1)
+            return self.out_proj(out.reshape(b, t, -1)), GDNState(
+                conv=conv.astype(cache.conv.dtype), recurrent=states
+            )
         if cache is not None and t == 1:  # decoding
             out, s = recurrent_gated_delta_rule(*args)
         else:

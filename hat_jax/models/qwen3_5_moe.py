@@ -75,8 +75,11 @@ class DecoderLayer(nnx.Module):
     def init_cache(self, batch: int, length: int, dtype):
         return getattr(self, self.mixer).init_cache(batch, length, dtype)
 
-    def __call__(self, x, cos, sin, allowed, positions, cache=None, *, mask=None):
-        """(x [B, T, D], this layer's updated cache or None, router logits)."""
+    def __call__(self, x, cos, sin, allowed, positions, cache=None, *, mask=None, **kw):
+        """(x [B, T, D], this layer's updated cache or None, router logits).
+
+        `kw`: passed to the token mixer (`keep_states` for the DeltaNet layers).
+        """
         h, cache = getattr(self, self.mixer)(
             self.input_layernorm(x),
             cos=cos,
@@ -85,6 +88,7 @@ class DecoderLayer(nnx.Module):
             positions=positions,
             mask=mask,
             cache=cache,
+            **kw,
         )
         x = x + h
         out, router = self.mlp(self.post_attention_layernorm(x))
@@ -140,7 +144,14 @@ class Qwen35MoeLM(CausalLM):
             )
 
     def hidden_states(
-        self, tokens, positions=None, mask=None, cache=None, *, prefill=False
+        self,
+        tokens,
+        positions=None,
+        mask=None,
+        cache=None,
+        *,
+        prefill=False,
+        keep_states=False,
     ):
         """The decoder without the LM head: (hidden [B, T, D], cache, router logits).
 
@@ -148,6 +159,9 @@ class Qwen35MoeLM(CausalLM):
         DeltaNet layers skip padded steps, also when writing a cache.
         `prefill=True` promises an empty `cache` and positions 0..T-1: attention
         runs over this call's keys (fused kernel) while writing the cache.
+        `keep_states=True`: each DeltaNet layer returns its state after every
+        prefix of the T tokens (`gated_deltanet.select_state` picks one per row;
+        speculative decoding's rollback); KV entries are as usual (slot = position).
         """
         b, t = tokens.shape
         if positions is None:
@@ -159,7 +173,16 @@ class Qwen35MoeLM(CausalLM):
         new_cache, routers = [], []
         for i, layer in enumerate(self.layers):
             entry = None if cache is None else cache[i]
-            x, entry, router = layer(x, cos, sin, allowed, positions, entry, mask=mask)
+            x, entry, router = layer(
+                x,
+                cos,
+                sin,
+                allowed,
+                positions,
+                entry,
+                mask=mask,
+                keep_states=keep_states,
+            )
             new_cache.append(entry)
             routers.append(router)
         return self.norm(x), (None if cache is None else new_cache), tuple(routers)

@@ -16,9 +16,11 @@ before any query reads them). The recursive draft steps feed the MTP its own out
 hidden state, as vLLM does with one MTP layer; with several MTP layers step j uses
 `layers[j % n]` and its own cache, filled only by the draft steps that use it.
 
-Only KV-cache trunks (llama, qwen3, qwen3_moe): a Gated-DeltaNet state (qwen3_5_moe)
-cannot be rolled back past rejected drafts without keeping per-position states,
-which this does not do.
+The Qwen3.5 hybrid's Gated DeltaNet layers carry a recurrent state that, unlike
+KV slots, cannot be overwritten later: the verify pass asks them for their state
+after every prefix of its k + 1 tokens (`hidden_states(keep_states=True)`) and each
+row keeps the one after the m tokens it emitted (`gated_deltanet.select_state`);
+rows that are done keep theirs (m = 0).
 
 Dims: B batch, T positions, D model, V vocab, k drafts.
 """
@@ -34,6 +36,7 @@ from flax import nnx, struct
 from jaxtyping import Array, Bool, Float, Int
 
 from hat_jax.models import CausalLM, KVCache
+from hat_jax.models.gated_deltanet import GDNState, select_state
 from hat_jax.models.layers import attention_mask, rope_tables
 from hat_jax.sampling.sampler import (
     Completion,
@@ -151,7 +154,14 @@ def _prefill(graphdef, params, tokens, lengths, cache, mtp_cache, *, k, max_new,
     )
 
 
-def _verify_chunk(graphdef, params, state: SpecState, *, k, chunk, slots, stop):
+def _roll_back(cache, m):
+    """Each DeltaNet layer's state after the first m[b] verified tokens of row b."""
+    return [select_state(c, m) if isinstance(c, GDNState) else c for c in cache]
+
+
+def _verify_chunk(
+    graphdef, params, state: SpecState, *, k, chunk, slots, stop, hybrid=False
+):
     model = nnx.merge(graphdef, params)
     max_new = state.tokens.shape[1]
     end = state.iters + chunk
@@ -165,7 +175,8 @@ def _verify_chunk(graphdef, params, state: SpecState, *, k, chunk, slots, stop):
         rows = jnp.arange(b)
         inp = jnp.concatenate([s.last[:, None], s.drafts], axis=1)  # [B, k+1]
         positions = s.pos[:, None] + offs  # [B, k+1]
-        hidden, cache, _ = model.hidden_states(inp, positions, cache=s.cache)
+        kw = {"keep_states": True} if hybrid else {}
+        hidden, cache, _ = model.hidden_states(inp, positions, cache=s.cache, **kw)
         logits = model.logits(hidden)  # [B, k+1, V]
         g = _argmax(logits)  # g[:, i]: the trunk's token at position pos + i + 1
         logp = jnp.take_along_axis(jax.nn.log_softmax(logits), g[..., None], -1)
@@ -176,6 +187,8 @@ def _verify_chunk(graphdef, params, state: SpecState, *, k, chunk, slots, stop):
         live = ~s.done
         m = jnp.minimum(jnp.minimum(n, first_stop) + 1, max_new - s.count)
         m = jnp.where(live, m, 0)  # tokens emitted per row
+        if hybrid:
+            cache = _roll_back(cache, m)
         emit = offs[None] < m[:, None]
         idx = jnp.where(emit, s.count[:, None] + offs, max_new)  # max_new: dropped
         tokens = s.tokens.at[rows[:, None], idx].set(g, mode="drop")
@@ -224,13 +237,7 @@ class SpeculativeSampler(Sampler):
     ):
         if getattr(model, "mtp", None) is None:
             raise ValueError("speculative decoding needs an MTP head")
-        if model.config.layer_types and any(
-            t != "full_attention" for t in model.config.layer_types
-        ):
-            raise NotImplementedError(
-                "speculative decoding needs a KV-cache trunk: a linear-attention "
-                "(Gated DeltaNet) state cannot be rolled back past rejected drafts"
-            )
+        self.hybrid = any(t != "full_attention" for t in model.config.layer_types)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         super().__init__(model, tokenizer, chunk=chunk, cache_dtype=cache_dtype)
@@ -252,7 +259,7 @@ class SpeculativeSampler(Sampler):
         )
         self._jit_verify = jax.jit(
             _verify_chunk,
-            static_argnames=("k", "chunk", "slots", "stop"),
+            static_argnames=("k", "chunk", "slots", "stop", "hybrid"),
             donate_argnames=("state",),
         )
 
@@ -312,6 +319,7 @@ class SpeculativeSampler(Sampler):
                 chunk=self.chunk,
                 slots=slots,
                 stop=stop,
+                hybrid=self.hybrid,
             )
         accepted, verifies = int(state.accepted.sum()), int(state.verifies.sum())
         self.stats = SpecStats(

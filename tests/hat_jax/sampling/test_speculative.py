@@ -1,10 +1,11 @@
 """MTP self-speculative decoding: the plain sampler's greedy tokens, honest stats."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hat_jax.models import ModelConfig, abstract_model, build_model
+from hat_jax.models import ModelConfig, build_model
 from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
 
 V = 101
@@ -112,29 +113,6 @@ def test_refuses_what_it_cannot_do():
         SpeculativeSampler(build_model(CFG.replace(mtp_num_hidden_layers=0)))
     with pytest.raises(NotImplementedError, match="greedy only"):
         SpeculativeSampler(build_model(CFG)).generate([[1, 2]], temperature=1.0)
-    hybrid = ModelConfig(
-        model_type="qwen3_5_moe_text",
-        vocab_size=V,
-        hidden_size=32,
-        intermediate_size=40,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        linear_conv_kernel_dim=4,
-        linear_key_head_dim=8,
-        linear_value_head_dim=8,
-        linear_num_key_heads=2,
-        linear_num_value_heads=4,
-        moe_intermediate_size=24,
-        shared_expert_intermediate_size=40,
-        num_experts=4,
-        num_experts_per_tok=2,
-        layer_types=("linear_attention", "full_attention"),
-        mtp_num_hidden_layers=1,
-    )
-    with pytest.raises(NotImplementedError, match="rolled back"):
-        SpeculativeSampler(abstract_model(hybrid))
 
 
 def test_prefill_drafts_equal_attention_over_cache_slots():
@@ -160,3 +138,89 @@ def test_prefill_drafts_equal_attention_over_cache_slots():
     for a, b_ in zip(c0[0], c1[0], strict=True):
         for i, n in enumerate(lengths):  # the real positions (and the drafts' slots)
             np.testing.assert_allclose(b_[i, : n + 2], a[i, : n + 2], atol=2e-5)
+
+
+HYBRID = ModelConfig(
+    model_type="qwen3_5_moe_text",
+    vocab_size=V,
+    hidden_size=32,
+    intermediate_size=40,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    linear_conv_kernel_dim=4,
+    linear_key_head_dim=8,
+    linear_value_head_dim=8,
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    moe_intermediate_size=24,
+    shared_expert_intermediate_size=40,
+    num_experts=4,
+    num_experts_per_tok=2,
+    layer_types=("linear_attention", "full_attention", "linear_attention"),
+    mtp_num_hidden_layers=1,
+)
+
+
+def _hybrid_drafter(trunk_scale: float):
+    """`_drafter_model` for the hybrid: scaled-down mixers and MoE outputs, an MTP
+    layer that adds nothing and an fc that passes the normed embedding through."""
+    model = build_model(HYBRID, seed=4)
+
+    def quiet(layer, scale):
+        mixer = getattr(layer, layer.mixer)
+        out = mixer.o_proj if layer.mixer == "self_attn" else mixer.out_proj
+        out.kernel[...] *= scale
+        layer.mlp.down_proj[...] *= scale
+        layer.mlp.shared_expert.down_proj.kernel[...] *= scale
+
+    for layer in model.layers:
+        quiet(layer, trunk_scale)
+    quiet(model.mtp.layers[0], 0.0)
+    d = HYBRID.hidden_size
+    model.mtp.fc.kernel[...] = jnp.concatenate([jnp.eye(d), jnp.zeros((d, d))], axis=0)
+    return model
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_hybrid_greedy_tokens_equal_plain_decoding(k):
+    """Gated DeltaNet states roll back to each row's accepted prefix: the greedy
+    tokens are the plain sampler's on 20 prompts, with partial acceptance."""
+    model = _hybrid_drafter(0.4)
+    sp = SamplingParams(max_new_tokens=NEW, stop_ids=())
+    plain = [c.tokens for c in Sampler(model).generate(PROMPTS, sp)]
+    spec = SpeculativeSampler(model, k=k)
+    out = spec.generate(PROMPTS, sp)
+    assert [c.tokens for c in out] == plain
+    s = spec.stats
+    assert 0 < s.accepted < s.proposed  # rows advance by different amounts
+    assert s.trunk_forwards < NEW
+
+
+def test_keep_states_selects_the_state_after_each_prefix():
+    """`hidden_states(keep_states=True)` then `select_state(n)` equals the cache
+    of a run over the first n tokens alone (DeltaNet conv and recurrent state)."""
+    from hat_jax.models.gated_deltanet import GDNState, select_state
+
+    model = build_model(HYBRID, seed=2)
+    rng = np.random.default_rng(3)
+    b, p, t = 3, 6, 4
+    prompt = jnp.asarray(rng.integers(1, V, (b, p)), jnp.int32)
+    new = jnp.asarray(rng.integers(1, V, (b, t)), jnp.int32)
+    pos = jnp.broadcast_to(jnp.arange(p + t, dtype=jnp.int32), (b, p + t))
+    _, cache, _ = model.hidden_states(prompt, pos[:, :p], cache=model.init_cache(b, 16))
+    _, kept, _ = model.hidden_states(new, pos[:, p:], cache=cache, keep_states=True)
+    n = jnp.asarray([0, 2, 4])
+    picked = [select_state(c, n) if isinstance(c, GDNState) else None for c in kept]
+    for row, m in enumerate(np.asarray(n).tolist()):
+        ref = [jax.tree.map(lambda x, r=row: x[r : r + 1], c) for c in cache]
+        if m:  # the first m new tokens alone, from the same cache
+            _, ref, _ = model.hidden_states(
+                new[row : row + 1, :m], pos[row : row + 1, p : p + m], cache=ref
+            )
+        for got, want in zip(picked, ref, strict=True):
+            if got is None:  # a KV layer: slot = position, nothing to roll back
+                continue
+            np.testing.assert_allclose(got.conv[row], want.conv[0], atol=1e-6)
+            np.testing.assert_allclose(got.recurrent[row], want.recurrent[0], atol=1e-5)
