@@ -395,11 +395,14 @@ def run_opd(
     # LoRA (cfg.lora.rank > 0) on the student only, after the teacher was taken.
     model = build.add_adapters(cfg, model)
     sampler = Sampler(model, tokenizer)
+    # OPD has no MTP term: a head (if any) rides along frozen, out of weight decay
+    no_mtp = ml_collections.ConfigDict(cfg.to_dict())
+    no_mtp.mtp_weight = 0.0
     graphdef, state0 = init_state(
         model,
         make_optimizer(cfg.optim),
         seed=int(cfg.seed),
-        trainable=build.trainable_filter(cfg, model),
+        trainable=build.trainable_filter(no_mtp, model),
     )
     del model
     jitted = jit_opd_step(graphdef, cfg, tgraph)
