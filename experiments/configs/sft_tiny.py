@@ -51,6 +51,20 @@ def tiny_model() -> ml_collections.ConfigDict:
             "max_position_embeddings": 4096,
             "rope_theta": 10000.0,
             "tie_word_embeddings": True,
+            # The Qwen3.5 hybrid and MoE fields, off here (a qwen3_5_moe_text
+            # model_type sets them: experiments/configs/hat_tiny.py scale=hybrid)
+            "layer_types": (),
+            "linear_conv_kernel_dim": 0,
+            "linear_key_head_dim": 0,
+            "linear_value_head_dim": 0,
+            "linear_num_key_heads": 0,
+            "linear_num_value_heads": 0,
+            "num_experts": 0,
+            "num_experts_per_tok": 0,
+            "moe_intermediate_size": 0,
+            "shared_expert_intermediate_size": 0,
+            "partial_rotary_factor": 1.0,
+            "moe_impl": "dense",
             # MTP head (Qwen3.5-style `mtp.*`, hat_jax.models.mtp): its decoder
             # layers; 0 = none. 1 adds a head trained with weight `mtp_weight`.
             "mtp_num_hidden_layers": 0,

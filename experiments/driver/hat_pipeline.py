@@ -82,6 +82,7 @@ def _model_overrides(s: dict) -> tuple[str, ...]:
         "num_key_value_heads": m["kv"],
         "head_dim": m["head_dim"],
     }
+    fields.update(m.get("extra", {}))  # e.g. the hybrid's model_type, layer_types
     return tuple(f"model.{k}={v}" for k, v in fields.items())
 
 
