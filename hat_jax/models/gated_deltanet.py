@@ -154,9 +154,7 @@ def chunk_gated_delta_rule(
     intra = jnp.einsum("...id,...jd->...ij", q, k) * decay
     # (I + strictly_lower(a)) X = [beta v, beta k e^cum]: the UT transform.
     rhs = jnp.concatenate([vb, kb * (jnp.exp(cum) * cont)[..., None]], axis=-1)
-    x = jax.lax.linalg.triangular_solve(
-        a, rhs, left_side=True, lower=True, unit_diagonal=True
-    )
+    x = unit_lower_inverse(a) @ rhs
     new_v, k_cum = x[..., : v.shape[-1]], x[..., v.shape[-1] :]
     q = q * (jnp.exp(cum) * cont)[..., None]
     k = k * (jnp.exp(cum[..., -1:] - cum) * tail)[..., None]
@@ -172,6 +170,28 @@ def chunk_gated_delta_rule(
     state, out = jax.lax.scan(step, state, xs)  # out [N, B, H, L, DV]
     out = jnp.moveaxis(out, 0, 2).reshape(b, h, n * chunk, -1)[:, :, :t]
     return jnp.moveaxis(out, 1, 2), state  # [B, T, H, DV]
+
+
+def unit_lower_inverse(a: Float[Array, "... L L"]) -> Float[Array, "... L L"]:
+    """(I + strictly_lower(a))^-1 by forward substitution, one row at a time.
+
+    Row i of the inverse's strictly lower part is -a[i] minus its combination of
+    the rows above it, which are final by then (transformers' loop in
+    `torch_chunk_gated_delta_rule`). Not `lax.linalg.triangular_solve`: on
+    jaxlib 0.10.2's CPU runtime a train step through its gradient deadlocks now
+    and then (the process idles forever waiting for the step's result; seen with
+    the hybrid's SFT step, gone with this form).
+    """
+    size = a.shape[-1]
+    m = -jnp.tril(a, -1)  # rows get final one by one
+
+    def row(i, m):
+        r = jax.lax.dynamic_index_in_dim(m, i, axis=-2, keepdims=False)  # [..., L]
+        r = r + jnp.einsum("...j,...jc->...c", r, m)  # m[j] is final for j < i
+        return jax.lax.dynamic_update_index_in_dim(m, r, i, axis=-2)
+
+    m = jax.lax.fori_loop(1, size, row, m)
+    return m + jnp.eye(size, dtype=a.dtype)
 
 
 def l2norm(x: Float[Array, "... D"], eps: float = 1e-6) -> Float[Array, "... D"]:
