@@ -46,6 +46,18 @@ no wrong fact) for every intent. lr 3e-4 collapsed (all rewards 0 from step 6).
 step 4 without/with it), nor did ``rl.shaping=gate_accuracy`` (0.402 -> 0.453,
 the same generic reply: docs/rl_tiny_4layer_gate_curve.json).
 
+From hat_tiny's HSA-SFT + OPD model (2 layers, its own 2,048 BPE; the
+`make reproduce` step folders), ``steps=16,tasks=4,group=4,lr=5e-5,kl_coef=0.05,
+eval_cases=32,max_new_tokens=96`` with ``rollout.temperature=0.7``,
+``rollout.max_rows=16``, ``eval.every=4`` (docs/rl_hat_tiny_curve.json; 556 s of
+steps and 171 s of evaluation, 2 cores): eval/reward 0.352 -> 0.375 (step 4) ->
+0.398 (8, 12, 16); paired over the 32 dev cases +0.047 (stderr 0.021; 5 up, 0
+down), all of it accuracy (+0.16) and effectiveness (+0.03). On T1's first 32
+test cases the final model's greedy trajectories are identical to the start's
+(`hat eval run --suite t1 --limit 32`, accuracy 6.2 % both): the SFT model
+answers every message with the same calls and line, and 16 small steps move
+only a few dev cases off it.
+
 Cost (same machine, busy): 12 rollouts + the update 60-140 s a step since the
 sampler prefills prompts with the fused kernel (before: 85-540 s, the cached
 attention path ran ~9-18x slower than the training forward); a greedy
