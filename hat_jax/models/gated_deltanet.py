@@ -53,6 +53,16 @@ class GDNState:
     recurrent: Float[Array, "B HV DK DV"]  # S, float32
 
 
+def _delta_step(s, xs):
+    """One position: S <- a S + beta k (v - a S^T k)^T; o = S^T q. s [B, H, DK, DV]."""
+    q_t, k_t, v_t, g_t, b_t = xs  # [B, H, *]
+    s = s * jnp.exp(g_t)[..., None, None]
+    mem = jnp.einsum("bhkv,bhk->bhv", s, k_t)
+    delta = (v_t - mem) * b_t[..., None]
+    s = s + k_t[..., :, None] * delta[..., None, :]
+    return s, jnp.einsum("bhkv,bhk->bhv", s, q_t)
+
+
 def recurrent_gated_delta_rule(
     q: Float[Array, "B T H DK"],
     k: Float[Array, "B T H DK"],
@@ -62,17 +72,8 @@ def recurrent_gated_delta_rule(
     state: Float[Array, "B H DK DV"],
 ) -> tuple[Float[Array, "B T H DV"], Float[Array, "B H DK DV"]]:
     """The delta rule one position at a time (float32 in, float32 out)."""
-
-    def step(s, xs):
-        q_t, k_t, v_t, g_t, b_t = xs  # [B, H, *]
-        s = s * jnp.exp(g_t)[..., None, None]
-        mem = jnp.einsum("bhkv,bhk->bhv", s, k_t)
-        delta = (v_t - mem) * b_t[..., None]
-        s = s + k_t[..., :, None] * delta[..., None, :]
-        return s, jnp.einsum("bhkv,bhk->bhv", s, q_t)
-
     xs = tuple(jnp.moveaxis(x, 1, 0) for x in (q, k, v, g, beta))  # T first
-    state, out = jax.lax.scan(step, state, xs)
+    state, out = jax.lax.scan(_delta_step, state, xs)
     return jnp.moveaxis(out, 0, 1), state
 
 
@@ -92,11 +93,8 @@ def recurrent_states(
     """
 
     def step(s, xs):
-        q_t, k_t, v_t, g_t, b_t = xs
-        s = s * jnp.exp(g_t)[..., None, None]
-        mem = jnp.einsum("bhkv,bhk->bhv", s, k_t)
-        s = s + k_t[..., :, None] * ((v_t - mem) * b_t[..., None])[..., None, :]
-        return s, (jnp.einsum("bhkv,bhk->bhv", s, q_t), s)
+        s, out = _delta_step(s, xs)
+        return s, (out, s)
 
     xs = tuple(jnp.moveaxis(x, 1, 0) for x in (q, k, v, g, beta))  # T first
     _, (out, states) = jax.lax.scan(step, state, xs)

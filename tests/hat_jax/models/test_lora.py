@@ -22,6 +22,7 @@ from hat_jax.models.lora import (
     trainable_filter,
     trainable_fraction,
 )
+from tests.tiny_configs import tiny_hybrid
 
 TINY = dict(
     vocab_size=89,
@@ -192,28 +193,7 @@ def test_dropout_only_in_training():
     assert np.abs(_logits(merged) - _logits(lora)).max() <= 1e-5
 
 
-HYBRID = ModelConfig.from_hf(
-    {
-        "model_type": "qwen3_5_moe_text",
-        "vocab_size": 89,
-        "hidden_size": 32,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 16,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8,
-        "linear_num_key_heads": 2,
-        "linear_num_value_heads": 4,
-        "moe_intermediate_size": 24,
-        "shared_expert_intermediate_size": 40,
-        "num_experts": 4,
-        "num_experts_per_tok": 2,
-        "layer_types": ["linear_attention", "full_attention"],
-        "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-    }
-)
+HYBRID = tiny_hybrid(vocab_size=89)
 # Qwen3.5 hybrid: (parent path inside a layer, projection names) that get adapters
 HYBRID_SLOTS = {
     "linear_attention": [

@@ -9,6 +9,7 @@ from flax import nnx
 
 from hat_jax.models import ModelConfig, build_model
 from hat_jax.models.qwen3_moe import SparseMoeBlock
+from tests.tiny_configs import tiny_hybrid
 
 MOE = ModelConfig(
     model_type="qwen3_moe",
@@ -23,27 +24,7 @@ MOE = ModelConfig(
     num_experts_per_tok=2,
     moe_intermediate_size=12,
 )
-HYBRID = ModelConfig.from_hf(
-    {
-        "model_type": "qwen3_5_moe_text",
-        "vocab_size": 71,
-        "hidden_size": 32,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 16,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8,
-        "linear_num_key_heads": 2,
-        "linear_num_value_heads": 4,
-        "moe_intermediate_size": 24,
-        "shared_expert_intermediate_size": 40,
-        "num_experts": 8,
-        "num_experts_per_tok": 3,
-        "layer_types": ["linear_attention", "full_attention"],
-    }
-)
+HYBRID = tiny_hybrid(vocab_size=71, num_experts=8, num_experts_per_tok=3)
 
 
 def _silu(x):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hat_jax.models import ModelConfig, build_model
+from tests.tiny_configs import tiny_hybrid
 
 DENSE = ModelConfig(
     model_type="qwen3",
@@ -18,28 +19,7 @@ DENSE = ModelConfig(
     num_key_value_heads=2,
     head_dim=16,
 )
-HYBRID = ModelConfig.from_hf(
-    {
-        "model_type": "qwen3_5_moe_text",
-        "vocab_size": 101,
-        "hidden_size": 32,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 16,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8,
-        "linear_num_key_heads": 2,
-        "linear_num_value_heads": 4,
-        "moe_intermediate_size": 24,
-        "shared_expert_intermediate_size": 40,
-        "num_experts": 4,
-        "num_experts_per_tok": 2,
-        "layer_types": ["linear_attention", "full_attention"],
-        "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-    }
-)
+HYBRID = tiny_hybrid()
 
 
 @pytest.mark.parametrize("cfg", [DENSE, HYBRID], ids=["qwen3", "qwen3_5_moe"])

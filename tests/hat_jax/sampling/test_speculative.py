@@ -7,6 +7,7 @@ import pytest
 
 from hat_jax.models import ModelConfig, build_model
 from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
+from tests.tiny_configs import tiny_hybrid
 
 V = 101
 CFG = ModelConfig(
@@ -140,25 +141,10 @@ def test_prefill_drafts_equal_attention_over_cache_slots():
             np.testing.assert_allclose(b_[i, : n + 2], a[i, : n + 2], atol=2e-5)
 
 
-HYBRID = ModelConfig(
-    model_type="qwen3_5_moe_text",
+HYBRID = tiny_hybrid(
     vocab_size=V,
-    hidden_size=32,
-    intermediate_size=40,
     num_hidden_layers=3,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=16,
-    linear_conv_kernel_dim=4,
-    linear_key_head_dim=8,
-    linear_value_head_dim=8,
-    linear_num_key_heads=2,
-    linear_num_value_heads=4,
-    moe_intermediate_size=24,
-    shared_expert_intermediate_size=40,
-    num_experts=4,
-    num_experts_per_tok=2,
-    layer_types=("linear_attention", "full_attention", "linear_attention"),
+    layer_types=["linear_attention", "full_attention", "linear_attention"],
     mtp_num_hidden_layers=1,
 )
 

@@ -1,0 +1,32 @@
+"""Tiny model configs several test folders share (random weights: shapes matter)."""
+
+from hat_jax.models import ModelConfig
+
+# A 2-layer Qwen3.5 hybrid in HF field names: one Gated DeltaNet layer (2 key and
+# 4 value heads of 8), one gated-attention layer, 4 routed experts (top 2) and a
+# shared expert, RoPE on half of each head.
+HYBRID_HF = {
+    "model_type": "qwen3_5_moe_text",
+    "vocab_size": 101,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "moe_intermediate_size": 24,
+    "shared_expert_intermediate_size": 40,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "layer_types": ["linear_attention", "full_attention"],
+    "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+}
+
+
+def tiny_hybrid(**hf) -> ModelConfig:
+    """`HYBRID_HF` with `hf` (HF config fields) changed, as a ModelConfig."""
+    return ModelConfig.from_hf({**HYBRID_HF, **hf})
