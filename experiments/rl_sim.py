@@ -51,7 +51,11 @@ from hat_jax.harness.policy import formats, thinking_prefill
 from hat_jax.parallel.placement import mesh_from_config
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.train import build
-from hat_jax.train.metrics import MetricsWriter, check_finite, read_metrics
+from hat_jax.train.metrics import (
+    MetricsWriter,
+    check_finite,
+    trim_metrics,
+)
 from hat_jax.train.rl import jit_rl_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.state import init_state, make_optimizer
@@ -247,14 +251,6 @@ def progress_line(step: int, steps: int, m: dict[str, float]) -> str:
     )
 
 
-def _trim_metrics(path: str, last_step: int) -> None:
-    # Rows logged after the checkpoint we resume from are logged again; drop them.
-    if os.path.exists(path):
-        rows = [r for r in read_metrics(path) if r.get("step", 0) <= last_step]
-        with open(path, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-
-
 def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict]:
     """Runs (or resumes) ``cfg.train.steps`` RL steps (module docstring).
 
@@ -326,7 +322,7 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
             state, _, start = restored
             sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
         # rows after the checkpoint (all of them without one) are written again
-        _trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
+        trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
         with MetricsWriter(workdir) as writer:
             if start == 0 and cfg.eval.at_start and held_out:
                 writer.write(0, run_eval(0))

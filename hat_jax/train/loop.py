@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -24,20 +23,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hat_jax.checkpoints.train_state import Checkpointer
-from hat_jax.train.metrics import MetricsWriter, check_finite
+from hat_jax.train.metrics import MetricsWriter, check_finite, trim_metrics
 
 __all__ = ["train"]
-
-
-def _trim_metrics(path: str, last_step: int) -> None:
-    # Rows logged after the checkpoint we resume from are logged again; drop them.
-    if not os.path.exists(path):
-        return
-    with open(path, encoding="utf-8") as f:
-        rows = [line for line in f if line.strip()]
-    keep = [r for r in rows if json.loads(r).get("step", 0) <= last_step]
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(keep)
 
 
 def train(
@@ -85,7 +73,9 @@ def train(
         if restored is not None:
             state, extra, start = restored
             data.restore(extra["data"])
-            _trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
+        # rows logged after the checkpoint (all of them when a run died before
+        # its first one) are logged again by this run
+        trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
         with (
             MetricsWriter(workdir) as writer,
             tqdm(total=steps, initial=start, disable=not progress, unit="step") as bar,

@@ -15,7 +15,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MetricsWriter", "NonFiniteError", "check_finite"]
+__all__ = [
+    "MetricsWriter",
+    "NonFiniteError",
+    "check_finite",
+    "read_metrics",
+    "trim_metrics",
+]
 
 
 class NonFiniteError(FloatingPointError):
@@ -91,3 +97,13 @@ def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, float]]:
     """The rows of a `metrics.jsonl` file."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def trim_metrics(path: str | os.PathLike[str], last_step: int) -> None:
+    """Keeps the rows up to `last_step`: a resumed run logs the later ones again
+    (a negative `last_step` drops every row, a step-0 evaluation included)."""
+    if not os.path.exists(path):
+        return
+    rows = [r for r in read_metrics(path) if r.get("step", 0) <= last_step]
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)

@@ -54,3 +54,25 @@ def test_resume_after_kill_is_bit_identical(memo_jsonl, memo_tokenizer, tmp_path
     rows_b = read_metrics(tmp_path / "straight" / "metrics.jsonl")
     assert [r["step"] for r in rows_a] == list(range(1, STEPS + 1))
     assert [r["train/loss"] for r in rows_a] == [r["train/loss"] for r in rows_b]
+
+
+def test_killed_before_its_first_checkpoint_logs_each_step_once(
+    memo_jsonl, memo_tokenizer, tmp_path
+):
+    """A run killed before any checkpoint starts over; its old rows are dropped."""
+    folder, vocab = memo_tokenizer
+    spec = f"{CONFIG}:steps=3,seq_len=64,batch_size=4"
+    overrides = tiny_overrides(memo_jsonl, folder, vocab, **{"train.save_every": 10})
+    worker = Path(__file__).with_name("resume_worker.py")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, str(worker), str(tmp_path), "2", spec, *overrides],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
+    run_sft(load_config(spec, overrides), tmp_path, progress=False)
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2, 3]
