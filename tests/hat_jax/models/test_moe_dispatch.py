@@ -58,8 +58,19 @@ def test_block_matches_a_per_token_loop(norm):
     np.testing.assert_allclose(np.asarray(y).reshape(-1, 16), ref, atol=1e-5)
 
 
-@pytest.mark.parametrize("cfg", [MOE, HYBRID], ids=["qwen3_moe", "qwen3_5_moe"])
-def test_topk_equals_dense_logits_and_grads(cfg):
+def test_hybrid_block_with_shared_expert_equals_dense():
+    """The Qwen3.5 block (routed experts + gated shared expert) either way."""
+    from hat_jax.models.qwen3_5_moe import SparseMoeBlock as HybridBlock
+
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(2, 9, 32)), jnp.float32)
+    outs = [
+        HybridBlock(HYBRID.replace(moe_impl=impl), rngs=nnx.Rngs(params=0))(x)[0]
+        for impl in ("dense", "topk")
+    ]
+    np.testing.assert_allclose(outs[1], outs[0], atol=1e-5)
+
+
+def test_topk_equals_dense_logits_and_grads(cfg=MOE):
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, 71, (2, 13)))
     out = {}
     for impl in ("dense", "topk"):
