@@ -196,7 +196,7 @@ def make_model(cfg: ml_collections.ConfigDict) -> tuple[CausalLM, ModelConfig]:
     dtype = cfg.get("compute_dtype", "float32")
     for test, load in _SOURCES:
         if test(p):
-            return with_mtp_head(cfg, *load(p, dtype))
+            return with_moe_impl(cfg, *with_mtp_head(cfg, *load(p, dtype)))
     if p.is_dir():
         raise FileNotFoundError(
             f"init_from={src}: neither a run workdir (config.json + ckpt/) nor a "
@@ -205,7 +205,25 @@ def make_model(cfg: ml_collections.ConfigDict) -> tuple[CausalLM, ModelConfig]:
     from hat_jax.loading import load_model
 
     model, mcfg, _ = load_model(src, param_dtype="float32", dtype=dtype)
-    return with_mtp_head(cfg, model, mcfg)
+    return with_moe_impl(cfg, *with_mtp_head(cfg, model, mcfg))
+
+
+def with_moe_impl(cfg, model: CausalLM, mcfg: ModelConfig):
+    """`cfg.model.moe_impl` on a loaded model: a checkpoint's or HF folder's
+    config.json does not carry it (it is how experts run, not what they are)."""
+    impl = (cfg.get("model") or {}).get("moe_impl")
+    if not impl or impl == mcfg.moe_impl or not mcfg.num_experts:
+        return model, mcfg
+    if impl not in ("dense", "topk"):
+        raise ValueError(f"model.moe_impl must be 'dense' or 'topk', got {impl!r}")
+    from hat_jax.models.qwen3_moe import SparseMoeBlock
+
+    for _, module in nnx.iter_modules(model):
+        if isinstance(module, SparseMoeBlock):  # the hybrid's block subclasses it
+            module.impl = impl
+    mcfg = mcfg.replace(moe_impl=impl)
+    model.config = mcfg
+    return model, mcfg
 
 
 def with_mtp_head(cfg, model: CausalLM, mcfg: ModelConfig):

@@ -93,3 +93,25 @@ def test_topk_equals_dense_logits_and_grads(cfg=MOE):
 def test_unknown_impl_is_refused():
     with pytest.raises(ValueError, match="moe_impl"):
         build_model(MOE.replace(moe_impl="ragged"))
+
+
+def test_moe_impl_reaches_a_loaded_model(tmp_path):
+    """A stage starting from a saved model runs its experts as cfg.model says
+    (config.json does not carry moe_impl), with the same logits."""
+    import ml_collections
+
+    from hat_jax.checkpoints.hf import save_hf
+    from hat_jax.models.qwen3_moe import SparseMoeBlock as Block
+    from hat_jax.train.build import make_model
+
+    base = build_model(MOE, seed=2)
+    save_hf(base, tmp_path)
+    cfg = ml_collections.ConfigDict(
+        {"init_from": str(tmp_path), "seed": 0, "model": {"moe_impl": "topk"}}
+    )
+    model, mcfg = make_model(cfg)
+    assert mcfg.moe_impl == model.config.moe_impl == "topk"
+    blocks = [m for _, m in nnx.iter_modules(model) if isinstance(m, Block)]
+    assert blocks and all(b.impl == "topk" for b in blocks)
+    tokens = jnp.asarray(np.random.default_rng(4).integers(0, 71, (2, 7)))
+    np.testing.assert_allclose(model(tokens), base(tokens), atol=1e-5)
