@@ -23,6 +23,16 @@ third of its cost again per draft).
 
     python benchmarks/mtp_decode.py [--steps 200] [--layers 4] [--new 64] [--batch 8]
         [--reps 3] [--out benchmarks/results/mtp_decode.json]
+
+On the tiny world instead (`--workdir`: a trained model with an MTP head, e.g. the
+hybrid sweep's standalone `mtp` step or its co-trained HAT model; `--data`: the
+simulator trajectories whose agent prompts are decoded, each cut before its first
+assistant token): the trained head against the same model with the head reset to
+a fresh initialisation (`build_model`'s, seed 0, as the standalone mode starts).
+
+    python benchmarks/mtp_decode.py --workdir runs/hat_tiny/_steps/mtp-... \
+        --data runs/hat_tiny/_steps/sim_hsa-.../data.jsonl \
+        --out benchmarks/results/mtp_decode_world.json
 """
 
 from __future__ import annotations
@@ -107,16 +117,8 @@ def train(model, ids: np.ndarray, *, steps: int, batch: int, seq: int, seed: int
             )
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--layers", type=int, default=4, help="trunk layers")
-    ap.add_argument("--new", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", default="benchmarks/results/mtp_decode.json")
-    args = ap.parse_args()
-
+def char_world(args):
+    """(trained model, untrained-head copy, prompts, train seconds, sample decoder)."""
     rng = np.random.default_rng(0)
     ids = np.asarray(encode(corpus(rng, 4000)), np.int32)
     model = build_model(config(args.layers), seed=0)
@@ -126,16 +128,53 @@ def main():
     train_s = time.perf_counter() - t0
     untrained = nnx.clone(model)
     nnx.update(untrained.mtp, init_head)
-
     held_out = corpus(np.random.default_rng(123), 4 * args.batch)
     prompts = [encode(held_out[i * 20 : i * 20 + 8 + 3 * i]) for i in range(args.batch)]
+    show = lambda t: "".join(CHARS[i - 1] for i in t)  # noqa: E731
+    return model, untrained, prompts, train_s, show
+
+
+def tiny_world(args):
+    """The same from a trained tiny-world model and its simulator trajectories."""
+    from hat_jax.eval.backends import load_jax_model
+    from hat_jax.harness.tokens import read_jsonl, trajectory_to_tokens
+
+    model, tokenizer = load_jax_model(args.workdir)
+    if getattr(model, "mtp", None) is None:
+        raise SystemExit(f"{args.workdir}: the model has no MTP head")
+    untrained = nnx.clone(model)
+    fresh = build_model(model.config, seed=0)
+    nnx.update(untrained.mtp, nnx.state(fresh.mtp))
+    prompts = []
+    for traj in read_jsonl(args.data)[: args.batch]:
+        ids, mask = trajectory_to_tokens(traj, tokenizer, fmt="qwen_xml")
+        prompts.append([int(t) for t in ids[: int(np.argmax(mask))]])
+    return model, untrained, prompts, 0.0, tokenizer.decode
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--layers", type=int, default=4, help="trunk layers")
+    ap.add_argument("--new", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", default="benchmarks/results/mtp_decode.json")
+    ap.add_argument("--workdir", help="a tiny-world model with an MTP head")
+    ap.add_argument("--data", help="with --workdir: trajectory JSONL (prompts)")
+    args = ap.parse_args()
+    if bool(args.workdir) != bool(args.data):
+        ap.error("--workdir and --data go together")
+
+    world = tiny_world if args.workdir else char_world
+    model, untrained, prompts, train_s, show = world(args)
     sp = SamplingParams(max_new_tokens=args.new, stop_ids=())
     runs = {"plain": Sampler(model)}
     for k in (1, 2, 3):
         runs[f"untrained head, k={k}"] = SpeculativeSampler(untrained, k=k)
         runs[f"trained head, k={k}"] = SpeculativeSampler(model, k=k)
     want = [c.tokens for c in runs["plain"].generate(prompts, sp)]
-    print("sample:", "".join(CHARS[t - 1] for t in want[0][:48]))
+    print("sample:", repr(show(want[0][:48])))
     times = {name: [] for name in runs}
     for name, s in runs.items():  # warm-up (compile) and greedy-equality check
         got = [c.tokens for c in s.generate(prompts, sp)]
@@ -146,7 +185,7 @@ def main():
             s.generate(prompts, sp)
             times[name].append(time.perf_counter() - t)
 
-    n_tok = args.batch * args.new
+    n_tok = len(prompts) * args.new
     plain_tps = n_tok / min(times["plain"])
     rows = []
     for name, s in runs.items():
@@ -162,9 +201,14 @@ def main():
                 "speedup": tps / plain_tps,
             }
         )
+    what = (
+        f"{args.workdir} ({model.config.num_hidden_layers}-layer trunk, "
+        f"prompts {min(map(len, prompts))}-{max(map(len, prompts))} tokens)"
+        if args.workdir
+        else f"{args.layers}-layer trunk trained {args.steps} steps in {train_s:.0f} s"
+    )
     print(
-        f"\n{args.layers}-layer trunk, batch {args.batch}, {args.new} new tokens, "
-        f"{args.reps} reps, trained {args.steps} steps in {train_s:.0f} s; "
+        f"\n{what}, batch {len(prompts)}, {args.new} new tokens, {args.reps} reps; "
         "greedy tokens identical"
     )
     print(

@@ -28,11 +28,14 @@ DIMENSIONS = {
     "hooks": "hooks",
 }
 SUITES = "t1,t2,t3,edit,ifeval"
-# The latency replay's MTP rows: name -> (whose head: the run's final model or
-# the standalone head fitted on it, drafts per step; 0 = MTP off).
+# The latency replay's MTP rows: name -> (whose head drafts for the run's final
+# model: its own (co-trained through every stage), the base stage's (the head as
+# the base left it, before SFT and RL), or the standalone head fitted on the final
+# model; drafts per step, 0 = MTP off).
 MTP_HEADS = {
     "mtp_off": ("model", 0),
     "co_trained": ("model", 1),
+    "base_head": ("base", 1),
     "standalone": ("standalone", 1),
 }
 
@@ -186,8 +189,9 @@ def _latency_steps(s: dict, model: str, tokenizer: str) -> dict[str, dict]:
 
     The head (one decoder layer, the trunk frozen: `sft.py`'s ``mtp_only``) is
     fitted on the simulator's HSA data. The replay decodes ``model`` without
-    drafts, with its own (co-trained) head when it has one, and with the
-    standalone head (``MTP_HEADS``).
+    drafts, with its own (co-trained) head when it has one, with the base
+    model's head when the base has one, and with the standalone head
+    (``MTP_HEADS``).
     """
     est = s["est"]
     mtp = _train(
@@ -201,10 +205,12 @@ def _latency_steps(s: dict, model: str, tokenizer: str) -> dict[str, dict]:
         "model.mtp_num_hidden_layers=1",
     )
     r = s["replay"]
-    heads = {
-        name: {"model": "@mtp" if src == "standalone" else model, "mtp": k}
-        for name, (src, k) in MTP_HEADS.items()
-    }
+    base = s.get("base_model") or "@base"
+    heads = {}
+    for name, (src, k) in MTP_HEADS.items():
+        heads[name] = {"model": "@mtp" if src == "standalone" else model, "mtp": k}
+        if src == "base":  # the final model drafting with the base's head
+            heads[name]["head"] = base
     replay = {
         "kind": "replay",
         "trace": r["trace"],

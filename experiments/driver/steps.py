@@ -149,16 +149,34 @@ def _has_head(model) -> bool:
     return getattr(model, "mtp", None) is not None
 
 
+def _with_head(model, donor):
+    """A copy of ``model`` whose MTP head is ``donor``'s (same shapes asked)."""
+    import jax
+    from flax import nnx
+
+    mine = nnx.state(model.mtp, nnx.Param) if _has_head(model) else None
+    theirs = nnx.state(donor.mtp, nnx.Param)
+    if mine is not None:
+        a = jax.tree.map(lambda x: x.shape, mine)
+        b = jax.tree.map(lambda x: x.shape, theirs)
+        if a != b:
+            raise ValueError("the donor's MTP head does not fit the model's")
+    grafted = nnx.merge(*nnx.split(model))
+    grafted.mtp = nnx.merge(*nnx.split(donor.mtp))
+    return grafted
+
+
 @register("replay")
 def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     """A trace replayed through the agent loop, once per MTP head.
 
     ``trace``: `serving.trace.make_trace` arguments; ``concurrency``: the
     levels; ``max_new_tokens``: per model call; ``heads``: {name: {"model":
-    workdir, "mtp": drafts per step}}. A head with drafts whose model has no
-    MTP head is skipped (recorded as such). A head whose ``replay.json``
-    exists is kept (`serving.replay` writes it last): an interrupted step
-    resumes with the next head.
+    workdir, "mtp": drafts per step, "head": optional workdir whose MTP head
+    drafts instead of the model's own}}. A head with drafts whose model (or
+    ``head`` donor) has no MTP head is skipped (recorded as such). A head whose
+    ``replay.json`` exists is kept (`serving.replay` writes it last): an
+    interrupted step resumes with the next head.
     """
     import json
 
@@ -183,6 +201,15 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         if h["model"] not in loaded:
             loaded[h["model"]] = load_jax_model(str(h["model"]))
         model, tokenizer = loaded[h["model"]]
+        if h.get("head"):
+            heads[name]["head"] = h["head"]
+            if h["head"] not in loaded:
+                loaded[h["head"]] = load_jax_model(str(h["head"]))
+            donor = loaded[h["head"]][0]
+            if not _has_head(donor):
+                heads[name]["status"] = f"skipped: {h['head']} has no MTP head"
+                continue
+            model = _with_head(model, donor)
         if k and not _has_head(model):
             heads[name]["status"] = "skipped: the model has no MTP head"
             continue

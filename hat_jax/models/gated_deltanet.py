@@ -171,25 +171,39 @@ def chunk_gated_delta_rule(
 
 
 def unit_lower_inverse(a: Float[Array, "... L L"]) -> Float[Array, "... L L"]:
-    """(I + strictly_lower(a))^-1 by forward substitution, one row at a time.
+    """(I + strictly_lower(a))^-1 by block doubling; L a power of two.
 
-    Row i of the inverse's strictly lower part is -a[i] minus its combination of
-    the rows above it, which are final by then (transformers' loop in
-    `torch_chunk_gated_delta_rule`). Not `lax.linalg.triangular_solve`: on
-    jaxlib 0.10.2's CPU runtime a train step through its gradient deadlocks now
-    and then (the process idles forever waiting for the step's result; seen with
-    the hybrid's SFT step, gone with this form).
+    A unit lower-triangular M = [[A, 0], [C, B]] has the inverse
+    [[A^-1, 0], [-B^-1 C A^-1, B^-1]]. Starting from 1 x 1 blocks (each inverse
+    is 1), every level joins neighbouring diagonal blocks with two batched
+    matmuls: log2(L) levels instead of transformers' L - 1 sequential row
+    updates (`torch_chunk_gated_delta_rule`'s loop), the same inverse up to fp32
+    rounding. Not `lax.linalg.triangular_solve`: on jaxlib 0.10.2's CPU runtime
+    a train step through its gradient deadlocks now and then (the process idles
+    forever waiting for the step's result; seen with the hybrid's SFT step).
     """
     size = a.shape[-1]
-    m = -jnp.tril(a, -1)  # rows get final one by one
-
-    def row(i, m):
-        r = jax.lax.dynamic_index_in_dim(m, i, axis=-2, keepdims=False)  # [..., L]
-        r = r + jnp.einsum("...j,...jc->...c", r, m)  # m[j] is final for j < i
-        return jax.lax.dynamic_update_index_in_dim(m, r, i, axis=-2)
-
-    m = jax.lax.fori_loop(1, size, row, m)
-    return m + jnp.eye(size, dtype=a.dtype)
+    if size & (size - 1):
+        raise ValueError(f"unit_lower_inverse needs a power-of-two size, got {size}")
+    lead = a.shape[:-2]
+    m = jnp.tril(a, -1)
+    inv = jnp.ones((*lead, size, 1, 1), a.dtype)  # [..., NB, s, s] diagonal blocks
+    s = 1
+    while s < size:
+        nb = size // (2 * s)  # pairs joined at this level
+        blocks = m.reshape(*lead, nb, 2, s, nb, 2, s)
+        idx = jnp.arange(nb)
+        c = blocks[..., idx, 1, :, idx, 0, :]  # [NB, ..., s, s]: rows 2p+1, cols 2p
+        c = jnp.moveaxis(c, 0, -3)
+        inv = inv.reshape(*lead, nb, 2, s, s)
+        upper, lower = inv[..., 0, :, :], inv[..., 1, :, :]
+        corner = -(lower @ c @ upper)
+        zeros = jnp.zeros_like(upper)
+        top = jnp.concatenate([upper, zeros], axis=-1)
+        bottom = jnp.concatenate([corner, lower], axis=-1)
+        inv = jnp.concatenate([top, bottom], axis=-2)  # [..., NB, 2s, 2s]
+        s *= 2
+    return inv.reshape(*lead, size, size)
 
 
 def l2norm(x: Float[Array, "... D"], eps: float = 1e-6) -> Float[Array, "... D"]:

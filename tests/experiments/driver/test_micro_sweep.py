@@ -135,6 +135,8 @@ def _check_replay(root: Path, stages: dict[str, str]) -> None:
     assert (replay / "trace.jsonl").exists()
     heads = json.loads((replay / "config.json").read_text())["heads"]
     assert heads["co_trained"]["status"].startswith("skipped")  # no head in RL
+    assert heads["base_head"]["status"].startswith("skipped")  # nor in the base
+    assert Path(heads["base_head"]["head"]).name == Path(stages["base"]).name
     for head, k in (("mtp_off", 0), ("standalone", 1)):
         assert heads[head]["status"] == "done"
         out = json.loads((replay / head / "replay.json").read_text())
