@@ -1,11 +1,14 @@
 """The paper's runs at tiny scale: our own model and tokenizer, on 2 CPU cores.
 
 The world: a BPE tokenizer (vocab 2,048) trained on the world's text; a base
-stage that trains a 2-layer Qwen3 (hidden 128, head_dim 32: vLLM's CPU backend
-needs head_dim >= 32) from scratch on general data (IFEval-style instruction
-following, generic tool use, chit-chat); then the paper's stages on simulator
-trajectories. Runs (`sweep`), each ending with an evaluation (t1, t2, t3, edit,
-ifeval; the first 6 cases of each):
+stage that trains a miniature of the paper's Qwen3.6-35B-A3B from scratch on
+general data (IFEval-style instruction following, generic tool use, chit-chat):
+4 layers (3 Gated DeltaNet to 1 gated attention), hidden 128, 4 routed experts
+(top 2) and a shared expert, one MTP layer co-trained from the base stage on
+(`HYBRID`; DeltaNet head dims 64 and attention head_dim 32, what vLLM's CPU
+kernels take); then the paper's stages on simulator trajectories. Runs
+(`sweep`), each ending with an evaluation (t1, t2, t3, edit, ifeval; the first
+6 cases of each):
 
     base             the base stage alone
     fixed_sft        base -> fixed-harness SFT (gold trajectories only)
@@ -14,7 +17,8 @@ ifeval; the first 6 cases of each):
     hsa_sft_opd      hsa_sft -> OPD
     hat              hsa_sft_opd -> HSA-RL (HAT); then a standalone MTP head
                      fitted on it and the latency replay (`hat paper`'s
-                     latency table)
+                     latency table: MTP off, the co-trained head, the base
+                     stage's head, the standalone head)
     wo_<dimension>   HSA-SFT without the train families of one HSA dimension
                      (tools, skill_ids, skill_content, prompt, hooks)
 
@@ -25,10 +29,12 @@ Steps shared by runs (data, tokenizer, base, HSA-SFT, ...) are computed once
     hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/t
     hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m
 
-Run time per step, from the step folders' done.json of a fresh-clone `make
-reproduce` (2026-11-30, 2 cores; tests of ours ran beside it for part of the
-time, so the slower figure of a range is the disturbed one; the first step of a
-kind compiles, later ones load the XLA cache in ROOT/_jax_cache):
+Scale ``dense`` is the world before (a 2-layer Qwen3, hidden 128; base 160
+and SFT 160 steps, a 30-step standalone head). Its run time per step, from the
+step folders' done.json of a fresh-clone `make reproduce` (2026-11-30, 2
+cores; tests of ours ran beside it for part of the time, so the slower figure
+of a range is the disturbed one; the first step of a kind compiles, later ones
+load the XLA cache in ROOT/_jax_cache):
 
     world data 2.3 s, prompts 0.1 s, sim data (200 gold + 200 HSA) 2.3 s,
     tokenizer 0.7 s, each ablation's sim data 1.1-1.7 s
@@ -43,19 +49,19 @@ kind compiles, later ones load the XLA cache in ROOT/_jax_cache):
         a call, concurrency 1, 4, 8; MTP off and the standalone head
         (1 draft a step)                                              73 s
 
-`make reproduce` on a fresh clone (2026-11-30), SIGTERM to its process group
-after 1,200 s (inside the 8th run's SFT; the sweep ignores SIGINT only when it
-runs in the background, as any job does) and run again: first 1,273 s, second
-646 s (7 finished runs skipped, the interrupted SFT redone from its start: its
-first checkpoint was not yet written), 1,919 s (32 min) in all, venv included.
-Results (6 cases a suite; `paper/out/main.md`): the SFT runs end at loss
-0.56-0.84 (token accuracy 0.83-0.87, mean of the last 20 steps) and write
-well-formed tool calls (T1 tool rationality 75 % in every run), but the
-2-layer model answers every message with the same calls and one generic line
-(e.g. load item_qa, then "Link ¥10."), so T1/T2/T3 accuracy is 0-50 % by which
-line a run collapsed to, with 95 % intervals as wide as the numbers: the
-tables cannot separate the runs. Before (48 x 4,096, lr 3e-3) the SFT runs
-ended at loss 1.6-2.0 with no working tool call at all.
+`make reproduce` on a fresh clone of the dense world (2026-11-30), SIGTERM to
+its process group after 1,200 s (inside the 8th run's SFT; the sweep ignores
+SIGINT only when it runs in the background, as any job does) and run again:
+first 1,273 s, second 646 s (7 finished runs skipped, the interrupted SFT
+redone from its start: its first checkpoint was not yet written), 1,919 s (32
+min) in all, venv included. Results (6 cases a suite; `paper/out/main.md`): the
+SFT runs end at loss 0.56-0.84 (token accuracy 0.83-0.87, mean of the last 20
+steps) and write well-formed tool calls (T1 tool rationality 75 % in every
+run), but the 2-layer model answers every message with the same calls and one
+generic line (e.g. load item_qa, then "Link ¥10."), so T1/T2/T3 accuracy is
+0-50 % by which line a run collapsed to, with 95 % intervals as wide as the
+numbers: the tables cannot separate the runs. Before (48 x 4,096, lr 3e-3) the
+SFT runs ended at loss 1.6-2.0 with no working tool call at all.
 
 ``micro`` (a 512-token vocabulary, a 1-layer model, 2
 steps per stage, 2 eval cases, a 4-message replay at concurrency 1 and 2
@@ -63,10 +69,8 @@ of 4 new tokens a call) takes seconds per step and exists for
 the driver's test. HSA-RL draws its augmented harnesses from rl_tiny's one
 ``rollout.hsa_family`` (tool_renames), not from every train family.
 
-Arguments (`:k=v,...`): scale (tiny|micro|hybrid|micro_hybrid), run (a run
-name above). ``hybrid``: the same pipeline on a miniature of the paper's model
-(``HYBRID``: Gated DeltaNet + gated attention 3:1, MoE with a shared expert, an
-MTP head co-trained from the base stage on); ``micro_hybrid`` its micro scale.
+Arguments (`:k=v,...`): scale (tiny|dense|micro|micro_hybrid), run (a run
+name above). ``micro_hybrid``: the hybrid at micro scale.
 Feeds the paper tables of `hat paper` (main results, IFEval drop and recovery,
 the HSA ablation, harness-edit error reduction, reply latency) at tiny scale.
 """
@@ -133,22 +137,36 @@ MICRO_HYBRID = HYBRID | {
 }
 
 # est: seconds per step measured on the 2-core CPU machine (the ETA's basis).
+# `dense`: the 2-layer Qwen3 world of before (the recipe its times above are for).
+DENSE = _scale(
+    vocab=2048,
+    model={"layers": 2, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32},
+    world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
+    base={"steps": 160, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+    sft={"steps": 160, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
+    opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
+    rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
+    ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
+    mtp={"steps": 30, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
+    replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": 40},
+    est={"data": 4, "tok": 4, "base": 150, "sft": 140, "opd": 20, "rl": 50}
+    | {"eval": 45, "mtp": 30, "replay": 150},
+)
 SCALES = {
-    "tiny": _scale(
-        vocab=2048,
-        model={"layers": 2, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32},
-        world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
-        base={"steps": 160, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
-        sft={"steps": 160, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
-        opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
-        rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
-        ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
-        mtp={"steps": 30, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
-        replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
-        | {"max_new_tokens": 40},
-        est={"data": 4, "tok": 4, "base": 150, "sft": 140, "opd": 20, "rl": 50}
-        | {"eval": 45, "mtp": 30, "replay": 150},
-    ),
+    # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
+    # (its co-trained MTP layer is a second full-attention layer), so it takes
+    # fewer steps to keep `make reproduce` within 45 minutes: base 128, SFT 100.
+    "tiny": DENSE
+    | {
+        "model": {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
+        | {"extra": HYBRID},
+        "base": DENSE["base"] | {"arg": DENSE["base"]["arg"] | {"steps": 128}},
+        "sft": DENSE["sft"] | {"arg": DENSE["sft"]["arg"] | {"steps": 100}},
+        "mtp": DENSE["mtp"] | {"arg": DENSE["mtp"]["arg"] | {"steps": 20}},
+        "est": DENSE["est"] | {"base": 220, "sft": 180, "mtp": 40, "replay": 200},
+    },
+    "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(
         vocab=512,
@@ -165,12 +183,6 @@ SCALES = {
         est={"data": 3, "tok": 1, "base": 10, "sft": 10, "opd": 15, "rl": 15}
         | {"eval": 20, "mtp": 10, "replay": 10},
     ),
-}
-
-
-SCALES["hybrid"] = SCALES["tiny"] | {
-    "model": {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
-    | {"extra": HYBRID},
 }
 SCALES["micro_hybrid"] = SCALES["micro"] | {
     "model": {"layers": 2, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32}

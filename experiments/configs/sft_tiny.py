@@ -52,7 +52,7 @@ def tiny_model() -> ml_collections.ConfigDict:
             "rope_theta": 10000.0,
             "tie_word_embeddings": True,
             # The Qwen3.5 hybrid and MoE fields, off here (a qwen3_5_moe_text
-            # model_type sets them: experiments/configs/hat_tiny.py scale=hybrid)
+            # model_type sets them: experiments/configs/hat_tiny.py, scale tiny)
             "layer_types": (),
             "linear_conv_kernel_dim": 0,
             "linear_key_head_dim": 0,
