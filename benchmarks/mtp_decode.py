@@ -146,9 +146,12 @@ def tiny_world(args):
     fresh = build_model(model.config, seed=0)
     nnx.update(untrained.mtp, nnx.state(fresh.mtp))
     prompts = []
-    for traj in read_jsonl(args.data)[: args.batch]:
+    for traj in read_jsonl(args.data):
         ids, mask = trajectory_to_tokens(traj, tokenizer, fmt="qwen_xml")
-        prompts.append([int(t) for t in ids[: int(np.argmax(mask))]])
+        if mask.any():  # the prompt: everything before the first assistant token
+            prompts.append([int(t) for t in ids[: int(np.argmax(mask))]])
+        if len(prompts) == args.batch:
+            break
     return model, untrained, prompts, 0.0, tokenizer.decode
 
 

@@ -67,10 +67,14 @@ def run(args) -> int:
         ("endpoint", args.endpoint) if args.endpoint else ("embedded", args.model)
     )
     if args.mtp_head:
-        if args.endpoint:
-            print("--mtp-head needs the embedded backend (--model)")
+        if args.endpoint or not args.mtp:
+            print("--mtp-head needs the embedded backend (--model) and --mtp K > 0")
             return 1
-        target = _grafted(args.model, args.mtp_head)
+        try:
+            target = _grafted(args.model, args.mtp_head)
+        except ValueError as e:
+            print(f"--mtp-head {args.mtp_head}: {e}")
+            return 1
     replay(jobs, kind, target, args.out, concurrency=levels, opts=opts)
     print(f"wrote {args.out}/replay.json, replay.md, latency_cdf.png")
     return 0

@@ -179,6 +179,8 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     for name, h in p["heads"].items():
         k, folder = int(h.get("mtp", 0)), out / name
         heads[name] = {"model": h["model"], "mtp": k}
+        if h.get("head"):
+            heads[name]["head"] = h["head"]
         if (folder / "replay.json").exists():
             heads[name]["status"] = "done"
             continue
@@ -186,7 +188,6 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             loaded[h["model"]] = load_jax_model(str(h["model"]))
         model, tokenizer = loaded[h["model"]]
         if h.get("head"):
-            heads[name]["head"] = h["head"]
             if h["head"] not in loaded:
                 loaded[h["head"]] = load_jax_model(str(h["head"]))
             donor = loaded[h["head"]][0]

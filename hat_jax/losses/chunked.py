@@ -131,7 +131,8 @@ def chunked_cross_entropy(
       targets: target ids.
       mask: which positions count (weights; they get no gradient).
       chunk: rows per chunk; B*T is padded up to a multiple of it.
-      z_loss: weight of mean(logsumexp**2) over the counted tokens.
+      z_loss: weight of mean(logsumexp**2) over the counted tokens (a Python
+        number: it is static in the fused gradient).
 
     Returns:
       (loss, metrics) as `cross_entropy`: ce, z_loss, accuracy, n_tokens.

@@ -121,8 +121,9 @@ def chunk_gated_delta_rule(
 ) -> tuple[Float[Array, "B T H DV"], Float[Array, "B H DK DV"]]:
     """The delta rule over chunks: equal to `recurrent_gated_delta_rule`.
 
-    With `segment_ids` (contiguous runs, packed documents) each run starts from a
-    zero state: the first run continues `state`, the returned state is the last's.
+    `chunk` must be a power of two (`unit_lower_inverse`). With `segment_ids`
+    (contiguous runs, packed documents) each run starts from a zero state: the
+    first run continues `state`, the returned state is the last's.
     """
     b, t, h, _ = k.shape
     pad = (-t) % chunk  # zero padding: g = beta = 0 is an identity step

@@ -219,15 +219,21 @@ def graft_head(model, donor):
     """A copy of ``model`` drafting with ``donor``'s MTP head (e.g. the base's).
 
     The latency table's "base head" row: the final model with the head its base
-    stage left. The copy shares no module with either; the shapes must agree.
+    stage left. The head must have the shapes ``model``'s own config would give
+    a head of that many layers; the copy's config counts the head's layers (so an
+    export keeps it), and it shares no module with either model.
     """
+    from hat_jax.models import abstract_model
+
     if getattr(donor, "mtp", None) is None:
         raise ValueError("the donor model has no MTP head")
-    if getattr(model, "mtp", None) is not None:
-        mine = jax.tree.map(jnp.shape, nnx.state(model.mtp, nnx.Param))
-        theirs = jax.tree.map(jnp.shape, nnx.state(donor.mtp, nnx.Param))
-        if mine != theirs:
-            raise ValueError("the donor's MTP head does not fit the model's")
+    n = donor.config.mtp_num_hidden_layers
+    cfg = model.config.replace(mtp_num_hidden_layers=n)
+    want = jax.tree.map(jnp.shape, nnx.state(abstract_model(cfg).mtp, nnx.Param))
+    have = jax.tree.map(jnp.shape, nnx.state(donor.mtp, nnx.Param))
+    if want != have:
+        raise ValueError("the donor's MTP head does not fit the model's")
     grafted = nnx.merge(*nnx.split(model))
     grafted.mtp = nnx.merge(*nnx.split(donor.mtp))
+    grafted.config = cfg
     return grafted

@@ -46,12 +46,25 @@ def test_mtp_head_drafts_with_the_donors_head(
     assert 0 <= run["summary"]["mtp_acceptance_rate"] <= 1
 
 
-def test_mtp_head_needs_the_embedded_backend(small_trace, tmp_path, capsys):
+def test_mtp_head_needs_the_embedded_backend_and_drafts(small_trace, tmp_path, capsys):
+    for which in ({"endpoint": "http://127.0.0.1:9", "mtp": 1}, {"model": tmp_path}):
+        args = _args(trace=small_trace, mtp_head=tmp_path, out=tmp_path / "r", **which)
+        assert replay_cmd.run(args) == 1
+        assert "--mtp-head needs the embedded backend" in capsys.readouterr().out
+
+
+def test_mtp_head_without_a_head_is_a_message(
+    tiny_model, qwen_tokenizer, small_trace, tmp_path, capsys
+):
+    plain = build_model(tiny_model.config.replace(mtp_num_hidden_layers=0))
+    save_hf(tiny_model, tmp_path / "model", tokenizer=qwen_tokenizer)
+    save_hf(plain, tmp_path / "plain", tokenizer=qwen_tokenizer)
     args = _args(
         trace=small_trace,
-        endpoint="http://127.0.0.1:9",
-        mtp_head=tmp_path,
+        model=tmp_path / "model",
+        mtp=1,
+        mtp_head=tmp_path / "plain",
         out=tmp_path / "r",
     )
     assert replay_cmd.run(args) == 1
-    assert "--mtp-head needs the embedded backend" in capsys.readouterr().out
+    assert "no MTP head" in capsys.readouterr().out

@@ -40,3 +40,14 @@ def test_with_head_refuses_a_head_of_other_shapes_or_none():
         graft_head(model, donor)
     with pytest.raises(ValueError, match="no MTP head"):
         graft_head(model, build_model(tiny_hybrid()))
+
+
+def test_a_model_without_a_head_takes_one_that_fits_and_counts_it():
+    model = build_model(tiny_hybrid())  # no head (e.g. an RL model of a dense run)
+    donor = build_model(tiny_hybrid(mtp_num_hidden_layers=1), seed=1)
+    grafted = graft_head(model, donor)
+    assert grafted.config.mtp_num_hidden_layers == 1 and model.mtp is None
+    assert model.config.mtp_num_hidden_layers == 0
+    wide = build_model(tiny_hybrid(mtp_num_hidden_layers=1, hidden_size=48))
+    with pytest.raises(ValueError, match="does not fit"):
+        graft_head(model, wide)
