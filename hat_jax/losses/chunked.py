@@ -54,7 +54,7 @@ def _chunk(head, consts, h, tgt, w, z_loss, denom):
     g = p * (1.0 + 2.0 * z_loss * lse)[:, None]
     g = g - jax.nn.one_hot(tgt, logits.shape[-1], dtype=g.dtype)
     g = g * (w / denom)[:, None]
-    dh, *dconsts = pull(g.astype(logits.dtype))
+    dh, *dconsts = pull(g)  # g is fp32, as the upcast logits
     return sums, dh, dconsts
 
 
@@ -74,6 +74,10 @@ def _scan(head, consts, h, tgt, w, z_loss, denom):
     return sums, dh, [d.astype(c.dtype) for d, c in zip(dconsts, consts, strict=True)]
 
 
+def _loss(sums, z_loss, denom):
+    return (sums[0] + z_loss * sums[1]) / denom
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 5))
 def _fused(head, h, tgt, w, denom, z_loss, *consts):
     # h [C, R, D]; the loss (CE + z lse^2 summed over rows / denom) and the sums
@@ -82,13 +86,12 @@ def _fused(head, h, tgt, w, denom, z_loss, *consts):
         return _sums(upcast(head(hh, *consts)), tt, ww)[0]
 
     sums = jax.lax.map(one, (h, tgt, w)).sum(0)
-    return (sums[0] + z_loss * sums[1]) / denom, sums
+    return _loss(sums, z_loss, denom), sums
 
 
 def _fused_fwd(head, h, tgt, w, denom, z_loss, *consts):
     sums, dh, dconsts = _scan(head, consts, h, tgt, w, z_loss, denom)
-    out = ((sums[0] + z_loss * sums[1]) / denom, sums)
-    return out, (dh, dconsts, tgt, w, denom)
+    return (_loss(sums, z_loss, denom), sums), (dh, dconsts, tgt, w, denom)
 
 
 def _fused_bwd(head, z_loss, res, ct):
