@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hat_jax.harness.hooks import find_numbers, run_hooks
+from hat_jax.harness.signoff import TAG, sign
 from hat_jax.harness.spec import LOAD_SKILL, Harness
 from hat_jax.harness.trajectory import HookContext, Trajectory
 
@@ -110,8 +111,14 @@ _PIECE = re.compile(r".+?(?:[。！？!?～~；;，,]+|\.(?=\s)|\.$|$)", re.S)
 
 def shorten_reply(reply: str, limit: int, results: Iterable[str]) -> str | None:
     """The reply with fact-free clauses dropped from the end until it fits
-    ``limit`` characters; None if that cannot be done keeping every fact."""
+    ``limit`` characters; None if that cannot be done keeping every fact. A
+    sign-off tag at the end stays at the end."""
     results = list(results)
+    body = reply.strip()
+    tag = body.rsplit(None, 1)[-1] if body else ""
+    if TAG.fullmatch(tag) and body.endswith(tag):
+        short = shorten_reply(body[: -len(tag)], limit - len(tag) - 1, results)
+        return None if short is None else sign(short, tag)
     pieces = [p for p in _PIECE.findall(reply.strip()) if p.strip()]
     keep = list(pieces)
     for i in range(len(pieces) - 1, 0, -1):

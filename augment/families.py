@@ -8,6 +8,12 @@ of tools and skills together, reshaped schemas under rewritten skills, prompt
 restructuring under shifted hooks, one op from each of the five dimensions).
 The Harness-Variant QA set uses only held-out families, so it measures whether
 a model learnt to *read* its harness rather than the particular edits it saw.
+Each held-out family changes what a correct turn does on every message, so a
+model that memorised taolive_v1 fails it: new tool and skill names
+(all_identifiers, everything), a sign-off rule in the reply skills
+(reshaped_rewritten), a sign-off rule in the reply hook (prompt_under_hooks);
+``tests/experiments/test_gaming.py`` holds a v1 memoriser to <= 20 % success on
+each.
 ``call_format`` (switching qwen_xml/hermes) is in no family: it changes the
 output format itself, and stays available to explicit specs.
 """
@@ -72,6 +78,7 @@ TRAIN_FAMILIES: dict[str, tuple[Slot, ...]] = {
         slot(0.6, _REORDER_RULES),
         slot(0.6, _RESTYLE),
         slot(0.6, _PARA),
+        slot(0.5, "sign_off_skills"),
     ),
     "prompt_restructure": (
         slot(0.7, "reorder_sections"),
@@ -83,6 +90,7 @@ TRAIN_FAMILIES: dict[str, tuple[Slot, ...]] = {
         slot(0.5, _BAN, ("drop_banned_phrases", {"frac": U(0.2, 0.8)})),
         slot(0.4, "toggle_required_skills"),
         slot(0.3, "shift_turn_limit"),
+        slot(0.5, "add_sign_off"),
     ),
 }
 
@@ -95,12 +103,14 @@ HELDOUT_FAMILIES: dict[str, tuple[Slot, ...]] = {
     "reshaped_rewritten": (
         slot(1.0, "nest_args", "flatten_args", "enum_spelling"),
         slot(1.0, _PARA, _RESTYLE, _REORDER_RULES),
+        slot(1.0, "sign_off_skills"),
         slot(0.5, "reorder_properties"),
     ),
     "prompt_under_hooks": (
         slot(1.0, "format", "reorder_sections"),
         slot(0.7, "retitle_sections"),
         slot(1.0, _TIGHTEN, _BAN),
+        slot(1.0, "add_sign_off"),
         slot(0.4, "add_distractor_tools"),
     ),
     "everything": (

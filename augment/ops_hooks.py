@@ -1,7 +1,7 @@
 """Hook ops: reply length limits, banned phrases, required skill kinds, turn
-limits. Each new constraint is checked against the gold trajectory (when one is
-given): a limit the gold reply cannot meet is moved to the reply's length, or
-the reply is shortened only when every fact survives."""
+limits, a sign-off tag. Each new constraint is checked against the gold
+trajectory (when one is given): a limit the gold reply cannot meet is moved to
+the reply's length, or the reply is shortened only when every fact survives."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from augment.facts import failing_hooks, loaded, shorten_reply, tool_results
 from augment.ops import finish, register_op
 from hat_jax.harness.hooks import resolve_params
 from hat_jax.harness.mapping import Mapping
+from hat_jax.harness.signoff import hook_tag, sign, skill_tag
 from hat_jax.harness.spec import Harness, HookSpec
 
 BANNED_POOL = (
@@ -167,3 +168,58 @@ def shift_turn_limit(h, traj, rng, *, delta=0):
         need = max(1, sum(m.get("role") == "assistant" for m in traj.messages))
     h2 = h.replace(turn_limit=max(need, h.turn_limit + d, 1))
     return finish("shift_turn_limit", {"delta": d}, h, traj, h2, Mapping.identity(h))
+
+
+# Sign-off tags: "#" + one word of each list (600 tags).
+TAG_HEADS = (
+    "Sunny", "Lucky", "Cozy", "Fresh", "Bright", "Golden", "Sweet", "Happy", "Snappy",
+    "Tiny", "Bold", "Swift", "Merry", "Calm", "Shiny", "Peachy", "Zesty", "Jolly",
+    "Crisp", "Rosy", "Breezy", "Minty", "Dandy", "Plucky",
+)  # fmt: skip
+TAG_TAILS = (
+    "Picks", "Deals", "Finds", "Haul", "Cart", "Shelf", "Corner", "Club", "Drop",
+    "Live", "Shop", "Stage", "Studio", "Market", "Booth", "Basket", "Window", "Lane",
+    "Spot", "Nook", "Crew", "Room", "Desk", "Stall", "Bazaar",
+)  # fmt: skip
+
+
+TAGS = tuple(f"#{h}{t}" for h in TAG_HEADS for t in TAG_TAILS)
+
+
+def draw_tag(rng) -> str:
+    """A random sign-off tag, e.g. ``#SunnyPicks``."""
+    return TAGS[int(rng.integers(len(TAGS)))]
+
+
+def signed_reply(h2: Harness, traj, tag: str) -> str | None:
+    """The gold reply with ``tag`` appended, or None (no gold reply)."""
+    if traj is None or traj.reply is None:
+        return None
+    return sign(traj.reply, tag)
+
+
+def fit_reply(h2: Harness, reply: str | None) -> Harness:
+    """``h2`` with the reply length limit raised to the signed reply, if needed."""
+    limit = _max_chars(h2)
+    if reply is None or limit is None or len(reply.strip()) <= limit:
+        return h2
+    return _set_params(h2, "reply_format", max_chars=len(reply.strip()))
+
+
+def present_tag(h: Harness) -> str:
+    """The sign-off tag ``h`` already asks for (hook or reply skill), or ""."""
+    tags = [hook_tag(h)] + [skill_tag(s.body) for s in h.skills if s.kind == "reply"]
+    return next((t for t in tags if t), "")
+
+
+@register_op("add_sign_off", "hooks", choices={"tag": ("", *TAGS)})
+def add_sign_off(h, traj, rng, *, tag=""):
+    """The reply hook asks every reply to end with a tag (the gold reply gets it;
+    the length limit grows by what the tag needs)."""
+    t = present_tag(h) or tag or draw_tag(rng)  # one tag per harness
+    h2, reply = h, None
+    if h.hook("reply_format") is not None:
+        h2 = _set_params(h, "reply_format", sign_off=t)
+        reply = signed_reply(h2, traj, t)
+        h2 = fit_reply(h2, reply)
+    return finish("add_sign_off", {}, h, traj, h2, Mapping.identity(h), reply=reply)

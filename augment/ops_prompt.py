@@ -118,7 +118,7 @@ def retitle_sections(h, traj, rng, *, frac=1.0):
 
 @register_op("format", "prompt", choices={"fmt": ("", *PROMPT_FORMATS)})
 def prompt_format(h, traj, rng, *, fmt=""):
-    """Render the prompt as Markdown, XML-tagged or plain sections."""
+    """Render the prompt as Markdown, XML-tagged, plain or compact sections."""
     new = fmt or pick(rng, [f for f in PROMPT_FORMATS if f != h.layout.format])
     h2 = h.replace(layout=dataclasses.replace(h.layout, format=new))
     return finish("format", {"fmt": new}, h, traj, h2, Mapping.identity(h))

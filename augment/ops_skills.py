@@ -1,4 +1,5 @@
-"""Skill ops: identifiers (rename) and content (reorder, restyle, paraphrase).
+"""Skill ops: identifiers (rename) and content (reorder, restyle, paraphrase, a
+sign-off rule).
 
 Skill bodies are parsed into paragraphs and list runs (:mod:`augment.rules`);
 every op keeps each rule's text (modulo paraphrase of instruction wording),
@@ -11,11 +12,13 @@ import dataclasses
 
 from augment.names import rename_all
 from augment.ops import finish, pick, register_op, subset
+from augment.ops_hooks import TAGS, draw_tag, fit_reply, present_tag, signed_reply
 from augment.ops_tools import reserved
 from augment.paraphrase import paraphrase
 from augment.rules import BULLETS, parse_body, render_body
 from augment.text import rename_refs, rewrite_harness_text
 from hat_jax.harness.mapping import Mapping
+from hat_jax.harness.signoff import SKILL_RULE, skill_tag
 from hat_jax.harness.spec import Harness, Skill
 
 SKILL_STYLES = ("snake", "snake", "camel", "pascal", "kebab", "dotted")
@@ -119,3 +122,22 @@ def paraphrase_skills(h, traj, rng, *, p=0.6, descriptions=True):
     h2 = h.replace(skills=skills)
     params = {"p": p, "descriptions": descriptions}
     return finish("paraphrase_skills", params, h, traj, h2, Mapping.identity(h))
+
+
+@register_op("sign_off_skills", "skill_content", choices={"tag": ("", *TAGS)})
+def sign_off_skills(h, traj, rng, *, tag=""):
+    """Every reply skill gains a rule: end each reply with a tag (the gold reply
+    gets it; seen only after load_skill, so the agent must read the skill)."""
+    t = present_tag(h) or tag or draw_tag(rng)  # one tag per harness
+    rule = SKILL_RULE.format(tag=t)
+    h2 = _with_bodies(
+        h,
+        lambda s: (
+            f"{s.body.rstrip()}\n\n{rule}\n"
+            if s.kind == "reply" and skill_tag(s.body) != t
+            else s.body
+        ),
+    )
+    reply = signed_reply(h2, traj, t)
+    h2 = fit_reply(h2, reply)
+    return finish("sign_off_skills", {}, h, traj, h2, Mapping.identity(h), reply=reply)

@@ -33,7 +33,7 @@ from hat_jax.eval.backends import FIXED_SENTENCE, BackendOptions, make_policy
 from hat_jax.eval.records import RecordWriter, check_run
 from hat_jax.eval.runner import run_cases
 from hat_jax.eval.summary import flat_metrics, summarize_suite, summary_markdown
-from hat_jax.harness import load_harness
+from hat_jax.harness import PROMPT_FORMATS, load_harness
 
 DEFAULT_SUITES = "t1,t2,t3,edit,ifeval"
 SETS = ("t1", "t2", "t3", "ifeval")  # the paper's four evaluation sets
@@ -61,10 +61,24 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--edit-harnesses",
-        default="taolive_v1,taolive_v2",
+        default="taolive_v1,taolive_d12",
         help="BEFORE,AFTER harnesses of the edit test",
     )
-    p.add_argument("--limit", type=int, help="the first N cases of each suite")
+    p.add_argument(
+        "--limit",
+        type=parse_limits,
+        help="the first N cases of each suite, or per suite: t1=300,t2=300,...",
+    )
+    p.add_argument(
+        "--prompt-format",
+        choices=PROMPT_FORMATS,
+        help="render every harness's prompt in this format (default: its own)",
+    )
+    p.add_argument(
+        "--compact-results",
+        action="store_true",
+        help="tools return only the fields a reply needs (sim/tools_compact.py)",
+    )
     p.add_argument("--seed", type=int, default=0, help="eval seed (default 0)")
     p.add_argument(
         "--batch-size",
@@ -78,6 +92,32 @@ def add_arguments(p) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="endpoint requests")
     p.add_argument("--served-model", help="endpoint model name (default: first)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def parse_limits(text: str) -> dict[str, int] | int:
+    """``--limit``: ``N`` for every suite, or ``name=N,...`` per suite."""
+    try:
+        if "=" not in text:
+            limits: dict[str, int] | int = int(text)
+            bad = limits < 1
+        else:
+            pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
+            limits = {k.strip(): int(v) for k, v in pairs}
+            bad = not limits or min(limits.values()) < 1
+    except ValueError:
+        bad = True
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive N or name=N,... with positive N, got {text!r}"
+        )
+    return limits
+
+
+def suite_limit(limits: dict[str, int] | int | None, name: str, size: int) -> int:
+    """The number of cases of suite ``name`` to run."""
+    if isinstance(limits, dict):
+        return min(limits.get(name, size), size)
+    return size if limits is None else min(limits, size)
 
 
 def _suites(text: str) -> list[str]:
@@ -98,6 +138,8 @@ def _config(args) -> dict:
         "served_model": args.served_model,
         "harness": args.harness,
         "edit_harnesses": args.edit_harnesses,
+        "prompt_format": args.prompt_format,
+        "compact_results": args.compact_results,
         "seed": args.seed,
         "batch_size": args.batch_size,
         "max_new_tokens": args.max_new_tokens,
@@ -159,15 +201,22 @@ def run(args) -> int:
     if args.batch_size is None:
         args.batch_size = 8 if args.model else 32
     names = _suites(args.suite)
-    if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be positive, got {args.limit}")
+    if isinstance(args.limit, dict) and set(args.limit) - set(names):
+        unknown = sorted(set(args.limit) - set(names))
+        raise ValueError(f"--limit names suites not run: {unknown}")
     edit = tuple(h.strip() for h in args.edit_harnesses.split(","))
     if len(edit) != 2:
         raise ValueError(f"--edit-harnesses needs BEFORE,AFTER, got {edit}")
-    harness = load_harness(args.harness)
+    harness = load_harness(args.harness).in_format(args.prompt_format)
     out = Path(args.out)
     check_run(out, _config(args))
-    opts = SuiteOptions(harness, seed=args.seed, edit=edit)
+    opts = SuiteOptions(
+        harness,
+        seed=args.seed,
+        edit=edit,
+        prompt_format=args.prompt_format,
+        compact_results=args.compact_results,
+    )
     policies = _Policies(args)
     summaries = {}
     for name in names:
@@ -176,7 +225,7 @@ def run(args) -> int:
         if policy_for is None:
             print(f"{name}: no {args.policy} policy for this suite; skipped")
             continue
-        n = suite.size if args.limit is None else min(args.limit, suite.size)
+        n = suite_limit(args.limit, name, suite.size)
         cases = suite.build(opts, n)
         with RecordWriter(out / name / "records.jsonl") as writer:
             run_cases(

@@ -62,7 +62,7 @@ from hat_jax.train.state import init_state, make_optimizer
 from sim.binding import bind, canonical_mapping
 from sim.datasets import fault_config, make_cases
 from sim.oracle import case_request
-from sim.rewards import judge_all
+from sim.rewards import SUCCESS, judge_all
 from sim.tools import SimBackend
 
 HSA_STREAM = 11  # keeps RL's augmentation draws apart from other seeded uses
@@ -131,6 +131,9 @@ SHAPINGS = {
     "gate_accuracy": lambda r: (
         r | {"accuracy": r["accuracy"] * (r["effectiveness"] > 0)}
     ),
+    # Accuracy gated by success (sim/judge_success.py): a fact-free, off-skill
+    # or unsigned reply earns no accuracy reward.
+    "gate_success": lambda r: r | {"accuracy": r["accuracy"] * r["success"]},
 }
 
 
@@ -175,6 +178,7 @@ def evaluate(cfg, policy, base, cases, backend) -> tuple[dict[str, float], list]
         f"eval/{k}": float(np.mean([s[k] for s in scores])) for k in cfg.rl.reward_names
     }
     out["eval/reward"] = float(np.mean([out[f"eval/{k}"] for k in cfg.rl.reward_names]))
+    out[f"eval/{SUCCESS}"] = float(np.mean([s[SUCCESS] for s in scores]))
     return out, scores
 
 
@@ -292,8 +296,12 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
     )
     ref_params = jax.tree.map(jnp.copy, state.params)  # the starting policy
     step_fn = jit_rl_step(graphdef, cfg)
-    base = load_harness(ro.harness)
-    backend = SimBackend(fault_config(float(ro.fault_rate)), seed=int(cfg.seed))
+    base = load_harness(ro.harness).in_format(ro.get("prompt_format") or None)
+    backend = SimBackend(
+        fault_config(float(ro.fault_rate)),
+        seed=int(cfg.seed),
+        compact=bool(ro.get("compact_results", False)),
+    )
     pool = make_cases(ro.split, int(cfg.seed), int(ro.n_cases))
     n_eval = int(cfg.eval.n_cases)
     held_out = make_cases(cfg.eval.split, int(cfg.seed), n_eval) if n_eval else []

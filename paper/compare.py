@@ -1,9 +1,18 @@
-"""Paired differences between two runs' per-case records, with 95 % intervals.
+"""Means and paired differences from runs' per-case records, with 95 % intervals.
 
-Both runs answered the same cases (same suite, seed and limit), so a
-difference is computed over the case ids they share, each case keeping its pair
-in every bootstrap resample (``hat_jax.eval.stats.bootstrap``: 1,000 resamples,
-seed 0, percentile interval).
+How every interval in the tables is made (``METHOD``):
+
+- a mean of 0/1 scores (success, accuracy, IFEval prompt-level, an edit error)
+  has the Wilson score interval (``hat_jax.eval.stats.wilson_ci``);
+- any other mean (effectiveness, IFEval instruction-level, weighted by each
+  prompt's instructions) a percentile bootstrap over cases;
+- a difference between two runs a paired percentile bootstrap over the case ids
+  both runs answered: each resampled case keeps its pair
+  (``hat_jax.eval.stats.bootstrap``: 1,000 resamples, seed 0), so the same
+  records always give the same interval.
+
+A run without a records file falls back to its summary (bootstrap intervals; a
+difference of two summary means has no interval).
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hat_jax.eval.stats import bootstrap
+from hat_jax.eval.stats import bootstrap, case_mean_ci
 from paper.results import Run, Stat
 
 # metric -> the score weighting it per case (IFEval's instruction-level accuracy)
@@ -20,6 +29,33 @@ WEIGHTS = {
     "instruction_level_strict": "n_instructions",
     "instruction_level_loose": "n_instructions",
 }
+METHOD = (
+    "95 % intervals: Wilson score for a mean of 0/1 scores, percentile bootstrap "
+    "over cases for other means, paired percentile bootstrap over the cases both "
+    "runs answered for a difference (1,000 resamples, seed 0); * marks a "
+    "difference whose interval excludes 0."
+)
+
+
+def select(records: Sequence[dict], subset: dict | None) -> list[dict]:
+    """The records whose tags match every item of ``subset``."""
+    subset = subset or {}
+    return [r for r in records if all(r["tags"].get(k) == v for k, v in subset.items())]
+
+
+def level(records: Sequence[dict], metric: str, subset: dict | None = None):
+    """The mean of ``metric`` over the (``subset``'s) cases that hold it, with
+    its interval (``METHOD``); None when no case holds it."""
+    rows = [r["scores"] for r in select(records, subset) if metric in r["scores"]]
+    if not rows:
+        return None
+    weight = WEIGHTS.get(metric)
+    w = [s[weight] for s in rows] if weight else None
+    return _stat(case_mean_ci([s[metric] for s in rows], w))
+
+
+def _stat(d: dict) -> Stat | None:
+    return Stat.from_summary(d) if d.get("mean") is not None else None
 
 
 def _diff(xa, xb, w):  # each [R, n] -> [R]
@@ -43,35 +79,89 @@ def paired_arrays(
     return (np.asarray(xa, float), np.asarray(xb, float), np.asarray(w, float))
 
 
-def paired_diff(
+def paired(
     a: Sequence[dict], b: Sequence[dict], metric: str, subset: dict | None = None
-) -> Stat | None:
-    """``mean(a) - mean(b)`` of ``metric`` over shared cases, with a paired
-    bootstrap interval; ``subset`` keeps the cases whose tags match it."""
-    if subset:
-        a = [r for r in a if all(r["tags"].get(k) == v for k, v in subset.items())]
-    xa, xb, w = paired_arrays(a, b, metric)
+) -> tuple[Stat, Stat, Stat] | None:
+    """(mean of a, mean of b, a − b) of ``metric`` over the case ids both hold
+    (``subset`` keeps the cases whose tags match it), each with its interval;
+    None without a shared case."""
+    xa, xb, w = paired_arrays(select(a, subset), b, metric)
     if xa.size == 0 or w.sum() == 0:
         return None
-    value = float(_diff(xa, xb, w))
+    ww = w if metric in WEIGHTS else None
+    sa, sb = _stat(case_mean_ci(xa, ww)), _stat(case_mean_ci(xb, ww))
     ci = bootstrap(_diff, xa, xb, w)
-    return Stat(value, *(ci or (None, None)), n=int(xa.size))
+    d = Stat(float(_diff(xa, xb, w)), *(ci or (None, None)), n=int(xa.size))
+    return sa, sb, d
+
+
+def run_level(
+    run: Run | None, suite: str, metric: str, subset: dict | None = None
+) -> Stat | None:
+    """A run's mean of a suite metric from its records, else its summary."""
+    if run is None:
+        return None
+    recs = run.records(suite)
+    if recs is not None:
+        return level(recs, metric, subset)
+    if subset:
+        ((tag, value),) = subset.items()
+        return run.by(suite, tag, value, metric)
+    return run.stat(suite, metric)
+
+
+def run_cases(run: Run | None, suite: str, subset: dict | None = None) -> int | None:
+    """How many cases of a suite (``subset``) a run answered (None: no suite)."""
+    if run is None:
+        return None
+    recs = run.records(suite)
+    if recs is not None:
+        return len(select(recs, subset))
+    s = run.suite(suite)
+    if s is None:
+        return None
+    if subset:
+        ((tag, value),) = subset.items()
+        return ((s.get("by") or {}).get(tag) or {}).get(value, {}).get("n")
+    return s.get("n")
+
+
+def run_paired(
+    a: Run | None, b: Run | None, suite: str, metric: str, subset: dict | None = None
+) -> tuple[Stat | None, Stat | None, Stat | None]:
+    """(a, b, a − b) on a suite metric: paired over shared cases when both runs
+    have records, else the summary means and their difference without an
+    interval (None where either lacks the metric)."""
+    if a is None or b is None:
+        sa, sb = (
+            run_level(a, suite, metric, subset),
+            run_level(b, suite, metric, subset),
+        )
+        return sa, sb, None
+    ra, rb = a.records(suite), b.records(suite)
+    if ra is not None and rb is not None:
+        return paired(ra, rb, metric, subset) or (None, None, None)
+    sa, sb = run_level(a, suite, metric, subset), run_level(b, suite, metric, subset)
+    if sa is None or sb is None:
+        return sa, sb, None
+    return sa, sb, Stat(sa.mean - sb.mean, n=min(sa.n, sb.n))
 
 
 def run_diff(
-    a: Run, b: Run, suite: str, metric: str, subset: dict | None = None
+    a: Run | None, b: Run | None, suite: str, metric: str, subset: dict | None = None
 ) -> Stat | None:
-    """``a - b`` on a suite metric: paired when both runs have records, else the
-    difference of the summary means without an interval (None if either lacks
-    the metric)."""
-    ra, rb = a.records(suite), b.records(suite)
-    if ra is not None and rb is not None:
-        return paired_diff(ra, rb, metric, subset)
-    if subset:
-        ((tag, value),) = subset.items()
-        sa, sb = a.by(suite, tag, value, metric), b.by(suite, tag, value, metric)
-    else:
-        sa, sb = a.stat(suite, metric), b.stat(suite, metric)
-    if sa is None or sb is None:
-        return None
-    return Stat(sa.mean - sb.mean, n=min(sa.n, sb.n))
+    """``a - b`` on a suite metric (``run_paired``'s difference)."""
+    return run_paired(a, b, suite, metric, subset)[2]
+
+
+def tag_values(run: Run | None, suite: str, tag: str) -> list[str]:
+    """The values of a tag in a run's suite, in the order the records first show
+    them (else the summary's ``by`` block's order)."""
+    if run is None:
+        return []
+    recs = run.records(suite)
+    if recs is not None:
+        return list(
+            dict.fromkeys(str(r["tags"][tag]) for r in recs if tag in r["tags"])
+        )
+    return list(((run.suite(suite) or {}).get("by") or {}).get(tag) or {})

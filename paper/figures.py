@@ -172,7 +172,8 @@ def reward_curves(sweep: Sweep) -> Figure | None:
 
 @register("ablation")
 def ablation_bars(sweep: Sweep) -> Figure | None:
-    """Δ accuracy per left-out HSA dimension, bars with 95 % intervals."""
+    """Δ success (else accuracy) per left-out HSA dimension, bars with 95 %
+    intervals."""
     found = groups(sweep)
     if not found:
         return None
@@ -191,8 +192,12 @@ def ablation_bars(sweep: Sweep) -> Figure | None:
             )
             y = np.arange(len(dims))
             height = 0.8 / len(SUITES)
+            # success where the records have it (runs before it: accuracy)
+            metric = "success"
+            if all(e is None for d in dims for e in effects(ref, runs[d]).values()):
+                metric = "accuracy"
             for j, (suite, title) in enumerate(SUITES):
-                eff = [effects(ref, runs[d])[suite] for d in dims]
+                eff = [effects(ref, runs[d], metric)[suite] for d in dims]
                 mean = np.array([100 * e.mean if e else np.nan for e in eff])
                 lo = np.array(
                     [
@@ -212,7 +217,7 @@ def ablation_bars(sweep: Sweep) -> Figure | None:
                     height,
                     xerr=[lo, hi],
                     capsize=3,
-                    label=f"{title} accuracy",
+                    label=f"{title} {metric}",
                     color=f"C{j}",
                 )
             ax.axvline(0, color="black", lw=0.8)
@@ -220,7 +225,7 @@ def ablation_bars(sweep: Sweep) -> Figure | None:
             ax.invert_yaxis()
             ax.grid(axis="y", visible=False)
             ref_name = ref.meta.row if ref else "reference (not done)"
-            ax.set_xlabel(f"Δ accuracy vs {ref_name} (points, 95 % CI)")
+            ax.set_xlabel(f"Δ {metric} vs {ref_name} (points, 95 % CI)")
             ax.set_title("HSA dimension left out")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(

@@ -1,18 +1,19 @@
 """A table as Markdown and LaTeX (booktabs), and how its cells are written.
 
-Cells are plain Unicode text ("80.3 ± 2.1", "–", "−7.7"); ``to_latex`` escapes
-LaTeX's special characters and maps the few Unicode signs to math. Values are
-fractions in the results and percentages (or percentage points) in the cells.
+Cells are plain Unicode text ("80.3 [71.0, 87.4]", "–", "−7.7"); ``to_latex``
+escapes LaTeX's special characters and maps the few Unicode signs to math. Values
+are fractions in the results and percentages (or percentage points) in the
+cells. A difference whose 95 % interval excludes 0 ends in ``MARK`` (" *").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 from paper.results import Stat
 
 MISSING = "–"
+MARK = "*"  # a difference (or reduction) whose 95 % interval excludes 0
 WIDE = 7  # columns from which a LaTeX table is set as table* in a smaller font
 RULE = None  # a row that is a horizontal rule (a midrule in LaTeX)
 
@@ -48,39 +49,51 @@ def escape_latex(text: str) -> str:
 
 def escape_md(text: str) -> str:
     """``text`` safe inside a Markdown table cell."""
-    return str(text).replace("|", r"\|").replace("\n", " ")
+    return str(text).replace("|", r"\|").replace("*", r"\*").replace("\n", " ")
 
 
 def _signed(x: float) -> str:
     return f"{x:+.1f}".replace("-", "−")
 
 
-def pm(s: Stat | None) -> str:
-    """ "80.3 ± 2.1" (%, ± half the 95 % interval), "80.3" without one, or "–"."""
-    if s is None or s.mean is None:
-        return MISSING
-    text = f"{100 * s.mean:.1f}"
-    return text if s.half is None else f"{text} ± {100 * s.half:.1f}"
+def _mark(s: Stat) -> str:
+    return f" {MARK}" if s.excludes_zero else ""
 
 
 def diff(s: Stat | None) -> str:
-    """A difference in points: "+1.2 [−0.5, +3.0]" (95 % interval) or "–"."""
+    """A difference in points: "+1.2 [−0.5, +3.0]" (95 % interval), with " *"
+    when the interval excludes 0, or "–"."""
     if s is None or s.mean is None:
         return MISSING
     text = _signed(100 * s.mean)
     if s.lo is None:
         return text
-    return f"{text} [{_signed(100 * s.lo)}, {_signed(100 * s.hi)}]"
+    return f"{text} [{_signed(100 * s.lo)}, {_signed(100 * s.hi)}]" + _mark(s)
 
 
-def ci(s: Stat | None) -> str:
-    """A value in % with its interval: "51.7 [40.2, 60.3]" (signs as −) or "–"."""
+def ci(s: Stat | None, mark: bool = False) -> str:
+    """A value in % with its interval: "51.7 [40.2, 60.3]" (signs as −), with
+    " *" when ``mark`` and the interval excludes 0, or "–"."""
     if s is None or s.mean is None:
         return MISSING
     text = f"{100 * s.mean:.1f}"
     if s.lo is not None:
         text += f" [{100 * s.lo:.1f}, {100 * s.hi:.1f}]"
-    return text.replace("-", "−")
+    return text.replace("-", "−") + (_mark(s) if mark else "")
+
+
+def level(s: Stat | None, n: int | None = None) -> str:
+    """A mean in % with its interval ("62.5 [47.1, 76.0]"), its case count
+    appended when it differs from the row's ``n`` ("… (n=36)"), or "–"."""
+    text = ci(s)
+    if s is not None and s.mean is not None and n is not None and s.n != n:
+        text += f" (n={s.n})"
+    return text
+
+
+def count(n: int | None) -> str:
+    """A case count, or "–"."""
+    return MISSING if n is None else str(n)
 
 
 def paper_cell(x: float | None, signed: bool = False) -> str:
@@ -88,14 +101,6 @@ def paper_cell(x: float | None, signed: bool = False) -> str:
     if x is None:
         return MISSING
     return _signed(x) if signed else f"{x:.1f}"
-
-
-def n_range(stats: Sequence[Stat | None]) -> str:
-    """The cases behind a column: "40", "20–40" or "–"."""
-    ns = sorted({s.n for s in stats if s is not None and s.mean is not None})
-    if not ns:
-        return MISSING
-    return str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
 
 
 @dataclasses.dataclass

@@ -58,9 +58,9 @@ class Stat:
         return cls(float(mean), lo, hi, int(d.get("n") or 0))
 
     @property
-    def half(self) -> float | None:
-        """Half the interval's width (None without an interval)."""
-        return None if self.lo is None else (self.hi - self.lo) / 2
+    def excludes_zero(self) -> bool:
+        """Whether the interval lies wholly above or below 0 (False without one)."""
+        return self.lo is not None and (self.lo > 0 or self.hi < 0)
 
 
 @dataclasses.dataclass(frozen=True)

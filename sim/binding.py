@@ -211,6 +211,36 @@ def gold_calls(
     return [binding.forward(c) for c in canonical_calls(msg, snapshot)]
 
 
+AFTER_SALES_WORDS = (  # after-sales topic -> words that give it away, in order
+    (
+        "damaged",
+        ("坏", "破损", "发错", "少发", "broken", "wrong", "missing", "damaged"),
+    ),
+    ("refund", ("退款", "refund")),
+    ("return", ("退", "return")),
+)
+ABOUT_HOST = ("真人", "ai", "机器人", "real person")
+GREETING_WORDS = (
+    "来了", "晚上好", "打卡", "关注", "来的", "第一次", "hi", "hello", "evening",
+    "first time", "followed", "watching",
+)  # fmt: skip
+
+
+def after_sales_topic(msg: ViewerMessage) -> str | None:
+    """ "damaged", "refund", "return" or None (shipping) for an after-sales text."""
+    text = msg.text.lower()
+    return next((n for n, ws in AFTER_SALES_WORDS if any(w in text for w in ws)), None)
+
+
+def chat_kind(msg: ViewerMessage) -> str:
+    """What a chit-chat message is: "about_host" (is the host real?), "greeting"
+    (arrivals, follows) or "other" (compliments, small talk)."""
+    text = msg.text.lower()
+    if any(w in text for w in ABOUT_HOST):
+        return "about_host"
+    return "greeting" if any(w in text for w in GREETING_WORDS) else "other"
+
+
 def asks_price(msg: ViewerMessage) -> bool:
     """A price question or a purchase intent (either part of a multi-intent)."""
     if "purchase_intent" in (msg.intent, msg.second_intent):

@@ -241,6 +241,7 @@ def generate(
     batch_size: int = 256,
     reasoning: bool = True,
     progress: Callable[[int], Any] | None = None,
+    compact_results: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
@@ -253,6 +254,7 @@ def generate(
       batch_size: cases per agent-loop batch (the output does not depend on it).
       reasoning: write the oracle's ``<think>`` lines.
       progress: called with the number of cases done after each batch.
+      compact_results: tools return only the fields a reply needs.
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)
     and ``catalog``: its split, seed, SKU ids and brands.
@@ -267,6 +269,7 @@ def generate(
             faults=fault_config(faults),
             seed=seed,
             reasoning=reasoning,
+            compact_results=compact_results,
         )
         for case, traj in zip(batch, trajs):
             traj.meta["catalog"] = _catalog_meta(case.snapshot.catalog)

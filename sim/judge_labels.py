@@ -1,7 +1,8 @@
 """The hand-labelled judge cases (``sim/data/judge_labels.jsonl``) and their loader.
 
-Each line is one turn in a compact form, with the four scores a careful human
-gives it under the rubrics of ``sim/judge_rules.py`` and ``sim/judge_tools.py``::
+Each line is one turn in a compact form, with the scores a careful human gives
+it under the rubrics of ``sim/judge_rules.py``, ``sim/judge_tools.py`` and
+``sim/judge_success.py``::
 
   {"id": "price_ok", "harness": "taolive_v1",
    "room": {"flash": {"4": 279}, "stock": {"3": 0}, "featured": 1, "clock": 1500},
@@ -13,7 +14,7 @@ gives it under the rubrics of ``sim/judge_rules.py`` and ``sim/judge_tools.py``:
    "skills": ["item_qa"],                          # load_skill calls, after calls
    "reply": "...", "status": "ok",
    "expect": {"accuracy": 1, "effectiveness": 1, "tool_rationality": 1,
-              "skill_selection": 1},
+              "skill_selection": 1, "success": 1},
    "note": "why"}
 
 Everything else comes from :data:`SHELF`, a five-product shop. Tool results are
@@ -43,7 +44,7 @@ from hat_jax.text.toolcall import ToolCall
 from sim.binding import Binding, bind
 from sim.judge_llm import agreement
 from sim.judge_tools import schema_errors
-from sim.rewards import REWARDS, Score, judge_all
+from sim.rewards import JUDGED, Score, judge_all
 from sim.types import Catalog, Coupon, FlashSale, Product, RoomSnapshot, ViewerMessage
 
 LABELS = Path(__file__).with_name("data") / "judge_labels.jsonl"
@@ -268,7 +269,7 @@ def labelled_agreement(
         labels.append({k: Score(v) for k, v in c.expect.items()})
         judged.append(scores)
         rules.append(judge_all(c.traj, c.snapshot, c.msg, c.binding))
-        for name in REWARDS:
+        for name in JUDGED:
             got = scores[name].value if name in scores else None
             if name in c.expect and got != c.expect[name]:
                 mismatches.append([c.id, name, c.expect[name], got])

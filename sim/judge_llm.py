@@ -6,7 +6,9 @@ models (``POST {base}/v1/chat/completions``, stdlib ``urllib``) with the prompt
 of ``sim/judge_prompt.py``. Votes: one per endpoint over up to three endpoints,
 or three samples (temperature ``sample_temperature``, distinct seeds) from fewer.
 Per reward: majority for binary accuracy (a tie -> 0), the lower median for the
-others (effectiveness snapped to 0 / 0.5 / 1). A vote that fails (HTTP error,
+others (effectiveness snapped to 0 / 0.5 / 1). ``success``, the headline, is
+derived from the voted rewards (``success_from_votes``) as the rule judge
+defines it (``sim/judge_success.py``). A vote that fails (HTTP error,
 timeout, unreadable JSON, a bad score) is retried up to ``retries`` times, then
 recorded in ``Verdict.errors``; a reward with no valid vote scores NaN. Nothing
 here raises on a bad reply.
@@ -30,7 +32,7 @@ from typing import Any
 from hat_jax.harness import Trajectory
 from sim.binding import Binding
 from sim.judge_prompt import extract_json, judge_messages, parse_verdict
-from sim.rewards import BINARY, GRADED, REWARDS, Score
+from sim.rewards import BINARY, GRADED, REWARDS, SUCCESS, Score
 from sim.types import RoomSnapshot, ViewerMessage
 
 VOTES = 3
@@ -188,10 +190,29 @@ class LLMJudge:
             if math.isnan(value):
                 why = "no valid vote"
             scores[name] = Score(value, f"votes {tally}: {why}")
+        scores[SUCCESS] = success_from_votes(scores)
         return Verdict(scores, votes, [e for log in logs for e in log])
 
     def __call__(self, traj, snapshot, msg, binding) -> dict[str, Score]:
         return self.judge(traj, snapshot, msg, binding).scores
+
+
+def success_from_votes(scores: dict[str, Score]) -> Score:
+    """Success from an LLM judge's voted rewards: accuracy 1, effectiveness 1,
+    skill selection 1 and tool rationality above 0.5 (the rule judge's missing
+    lookup or hallucinated tool costs 0.5; here two minor offences also fail,
+    since the verdict does not say which offences it saw). NaN when any of
+    them has no valid vote."""
+    values = {k: scores[k].value for k in REWARDS}
+    if any(math.isnan(v) for v in values.values()):
+        return Score(math.nan, "no valid vote for every reward")
+    ok = (
+        values["accuracy"] == 1.0
+        and values["effectiveness"] == 1.0
+        and values["skill_selection"] == 1.0
+        and values["tool_rationality"] > 0.5
+    )
+    return Score(float(ok), f"from the voted rewards {values}")
 
 
 # --- Agreement -----------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 
 from hat_jax.harness import LOAD_SKILL, HookContext, get_hook
 from hat_jax.harness import resolve_params as hook_params
+from hat_jax.harness.signoff import required_tags, signed_off
 from sim.binding import Binding, target_link
 from sim.judge_facts import has_phrase
 from sim.types import RoomSnapshot, ViewerMessage
@@ -85,7 +86,8 @@ def forbidden_claims(reply: str, snapshot: RoomSnapshot, msg, binding) -> str | 
 
 
 def style_problems(reply: str, msg: ViewerMessage, binding: Binding) -> list[str]:
-    """Style faults: wrong language, over the reply-format length, Markdown/tags."""
+    """Style faults: wrong language, over the reply-format length, Markdown/tags,
+    a missing sign-off tag (the reply hook's or the reply skill's)."""
     out = []
     lang = reply_lang(reply)
     if lang is not None and lang != msg.lang:
@@ -93,11 +95,15 @@ def style_problems(reply: str, msg: ViewerMessage, binding: Binding) -> list[str
     params = _hook_params(binding, "reply_format")
     if len(reply) > params["max_chars"]:
         out.append(f"{len(reply)} chars, over the limit of {params['max_chars']}")
-    loose = {**params, "max_chars": 10**9, "banned_phrases": []}
+    loose = {**params, "max_chars": 10**9, "banned_phrases": [], "sign_off": ""}
     ctx = HookContext(binding.harness, "reply", msg.text, reply=reply)
     result = get_hook("reply_format").check(loose, ctx)
     if not result.passed:
         out.append("markdown or leftover tags")
+    tags = required_tags(binding.harness, binding.reply_skills.get(msg.intent))
+    out += [
+        f"does not end with the sign-off {t}" for t in tags if not signed_off(reply, t)
+    ]
     return out
 
 

@@ -56,38 +56,35 @@ def schema_errors(name: str, arguments, binding: Binding) -> list[str]:
     return validate_json(arguments, tool.parameters, closed=strict)
 
 
-@register_reward("tool_rationality")
-def tool_rationality(
+def tool_offences(
     traj: Trajectory, snapshot: RoomSnapshot, msg: ViewerMessage, binding: Binding
-) -> Score:
-    """1 minus penalties for missing, hallucinated, invalid, redundant calls."""
+) -> list[tuple[float, str]]:
+    """Every tool-use offence of the turn as (penalty, note), in call order, the
+    missing roles last (module docstring)."""
     h = binding.harness
     known = {t.name for t in h.tools} | {LOAD_SKILL}
-    penalty, notes = 0.0, []
+    out: list[tuple[float, str]] = []
     covered: set[str] = set()
     succeeded: set[tuple[str, str]] = set()
     for t in traj.tool_calls:
         key = (t.name, jf.dumps(t.arguments))
         if t.name not in known:
-            penalty += HALLUCINATED_TOOL
-            notes.append(f"hallucinated tool {t.name!r}")
+            out.append((HALLUCINATED_TOOL, f"hallucinated tool {t.name!r}"))
             continue
         errs = schema_errors(t.name, t.arguments, binding)
         if t.fault in INVALID_FAULTS or errs:
-            penalty += INVALID_CALL
-            notes.append(f"invalid call {t.name}: {t.fault or '; '.join(errs)}")
+            why = t.fault or "; ".join(errs)
+            out.append((INVALID_CALL, f"invalid call {t.name}: {why}"))
             continue
         if key in succeeded:
-            penalty += REDUNDANT_CALL
-            notes.append(f"redundant repeat of {t.name}({key[1]})")
+            out.append((REDUNDANT_CALL, f"redundant repeat of {t.name}({key[1]})"))
         if t.ok:
             succeeded.add(key)
         if t.name == LOAD_SKILL:
             continue
         role = binding.role_of(t.name)
         if role is None:
-            penalty += DISTRACTOR_CALL
-            notes.append(f"{t.name} serves no role")
+            out.append((DISTRACTOR_CALL, f"{t.name} serves no role"))
             continue
         want = role_arguments(role, msg, snapshot).get("link_id")
         got = jf.canonical(t.name, t.arguments, binding).arguments.get("link_id")
@@ -95,10 +92,20 @@ def tool_rationality(
             covered.add(role)
     for role in needed_roles(msg):
         if role not in covered:
-            penalty += MISSING_ROLE
-            notes.append(f"missing {binding.tools.get(role, role)} ({role})")
-    value = clip01(1.0 - penalty)
-    return Score(value, "; ".join(notes) or "needed tools called, nothing wasted")
+            name = binding.tools.get(role, role)
+            out.append((MISSING_ROLE, f"missing {name} ({role})"))
+    return out
+
+
+@register_reward("tool_rationality")
+def tool_rationality(
+    traj: Trajectory, snapshot: RoomSnapshot, msg: ViewerMessage, binding: Binding
+) -> Score:
+    """1 minus penalties for missing, hallucinated, invalid, redundant calls."""
+    offences = tool_offences(traj, snapshot, msg, binding)
+    value = clip01(1.0 - sum(p for p, _ in offences))
+    notes = "; ".join(n for _, n in offences)
+    return Score(value, notes or "needed tools called, nothing wasted")
 
 
 @register_reward("skill_selection")

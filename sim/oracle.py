@@ -16,9 +16,12 @@ the :class:`~sim.binding.Binding`. A turn goes:
    fullest to the shortest; the oracle replays the harness's pre-reply and
    reply hooks on each and sends the first that passes, so a tighter
    ``max_chars`` or a new banned phrase is met up front; after hook feedback it
-   sends the next untried candidate. A given-up call makes the reply say the
-   host is checking and ask the viewer to wait, with no invented facts. The
-   templates are in ``sim.oracle_replies``.
+   sends the next untried candidate. Every candidate ends with the sign-off
+   tag the harness asks for, if any (``hat_jax.harness.signoff``: the reply
+   hook's or the reply skill's); under a campaign harness, candidates that
+   state the Double 12 cross-shop discount come first. A given-up call makes
+   the reply say the host is checking and ask the viewer to wait, with no
+   invented facts. The templates are in ``sim.oracle_replies``.
 
 When the harness's turn limit leaves too few model calls, the skill loads ride
 along with the tool calls (one message instead of two).
@@ -53,6 +56,7 @@ from hat_jax.harness import (
     run_turns,
 )
 from hat_jax.harness.policy import first_user_message, formats
+from hat_jax.harness.signoff import required_tags, sign
 from hat_jax.text.chat import render_assistant
 from hat_jax.text.toolcall import ToolCall
 from sim.binding import Binding, bind, canonical_calls, gold_skills
@@ -278,7 +282,12 @@ class OraclePolicy:
             for c, text in seen.exchanges
             if c.name != LOAD_SKILL and parse_result(text) is not None
         ]
-        options = candidates(Reply(msg, snap, binding, results).slots(), msg.lang)
+        reply_slots = Reply(msg, snap, binding, results)
+        options = candidates(reply_slots.slots(), msg.lang)
+        if reply_slots.musts:  # fullest first among those that say what they must
+            options.sort(key=lambda r: not any(m in r for m in reply_slots.musts))
+        for tag in required_tags(h, binding.reply_skill(msg)):
+            options = [sign(r, tag) for r in options]
         fresh = [r for r in options if r not in seen.replies] or options[-1:]
         reply = next(
             (r for r in fresh if _passes(h, msg.text, loaded, facts, r)), fresh[0]
@@ -340,18 +349,20 @@ def gold_trajectories(
     faults: FaultConfig | None = None,
     seed: int = 0,
     reasoning: bool = True,
+    compact_results: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
     Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
     :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
-    ``seed``). ``mapping`` is taolive_v1 -> ``harness`` (default: the canonical
-    mapping; for an augmented harness pass
+    ``seed``; ``compact_results``: only the fields a reply needs,
+    ``sim.tools_compact``). ``mapping`` is taolive_v1 -> ``harness`` (default:
+    the canonical mapping; for an augmented harness pass
     ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
     gets the case's JSON-able records (:func:`annotate`).
     """
     binding = bind(harness, mapping)
-    backend = SimBackend(faults, seed=seed)
+    backend = SimBackend(faults, seed=seed, compact=compact_results)
     out: list[Trajectory | None] = [None] * len(cases)
     for wave in _waves(cases, binding):
         batch = [cases[i] for i in wave]

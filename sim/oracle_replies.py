@@ -14,7 +14,13 @@ import itertools
 import re
 from typing import Any
 
-from sim.binding import Binding, strategy_skill, target_link
+from sim.binding import (
+    Binding,
+    after_sales_topic,
+    chat_kind,
+    strategy_skill,
+    target_link,
+)
 from sim.types import RoomSnapshot, ViewerMessage
 
 # --- Reply templates (zh, en); {tag} is the link ("3号链接" / "link 3") -----------
@@ -91,6 +97,7 @@ T = {
         "双12跨店每满{every}减{off}",
         "Double 12 takes ¥{off} off every ¥{every}",
     ),
+    "cross_short": ("双12满{every}减{off}", "D12: ¥{off} off per ¥{every}"),
     "size_row": (
         "{tag}有{size}码，适合身高{h}cm、体重{w}kg",
         "{tag} in {size} fits {h} cm, {w} kg",
@@ -178,19 +185,6 @@ _UNITS = {
     "hours": "h", "days": "days", "mah": "mAh", "ml": "ml", "m": "m", "w": "W",
     "db": "dB", "rpm": "rpm", "inch": "inch", "g": "g", "kg": "kg", "cm": "cm",
 }  # fmt: skip
-_TOPICS = (  # after-sales topic -> words that give it away (checked in order)
-    (
-        "damaged",
-        ("坏", "破损", "发错", "少发", "broken", "wrong", "missing", "damaged"),
-    ),
-    ("refund", ("退款", "refund")),
-    ("return", ("退", "return")),
-)
-_ABOUT_HOST = ("真人", "ai", "机器人", "real person")
-_GREETINGS = (
-    "来了", "晚上好", "打卡", "关注", "来的", "第一次", "hi", "hello", "evening",
-    "first time", "followed", "watching",
-)  # fmt: skip
 _CJK = re.compile(r"[\u3400-\u9fff]")
 Slots = list[list[str]]  # per slot: alternatives, fullest first ("" = leave out)
 
@@ -250,6 +244,8 @@ class Reply:
         self.campaign = binding.campaign
         self.tagless = False  # a second part says "it" instead of the link again
         self.deal_done = False  # at most one promotion per reply
+        self.cross_done = False  # the campaign's cross-shop discount said
+        self.musts: list[str] = []  # a reply should hold one of these if it can
 
     def s(self, key: str, **kw: Any) -> str:
         """Template ``key`` in the viewer's language."""
@@ -322,7 +318,27 @@ class Reply:
             alts.append(self.s("price_flash", now=now))
         else:
             alts = [self.s("price", now=now)]
-        return [alts + [self.s("price_short", now=now)]] + self.deal(info)
+        slots = [alts + [self.s("price_short", now=now)]] + self.cross_shop(info)
+        return slots + self.deal(info)
+
+    def cross_shop(self, *results: dict | None) -> Slots:
+        """Double 12's cross-shop discount, once per reply, when a campaign
+        harness made a tool return it (the campaign skill asks for it with
+        every price or order answer)."""
+        if not self.campaign or self.cross_done:
+            return []
+        for r in results:
+            cross = (r or {}).get("cross_shop_discount")
+            cross = cross or ((r or {}).get("campaign") or {}).get(
+                "cross_shop_discount"
+            )
+            if isinstance(cross, dict):
+                self.cross_done = True
+                kw = {"every": num(cross["every"]), "off": num(cross["off"])}
+                said = [self.s("cross_shop", **kw), self.s("cross_short", **kw)]
+                self.musts += said
+                return [said + [""]]  # "": only when no reply with it fits
+        return []
 
     def deal(self, src: dict) -> Slots:
         """The strategy skill's one promotion (only when the strategy applies)."""
@@ -448,6 +464,7 @@ class Reply:
         else:
             how = self.s("buy")
             slots = [[f"{how}{sep}{price}", how]]
+        slots += self.cross_shop(info, promo)
         coupons = (promo or {}).get("coupons", info.get("coupons"))
         slots += self.deal({**info, "coupons": coupons})
         shop = (promo or {}).get("shop_coupons")
@@ -459,8 +476,7 @@ class Reply:
         h = self.r.get("shipping")
         if h is None:
             return None
-        text = self.msg.text.lower()
-        topic = next((n for n, ws in _TOPICS if any(w in text for w in ws)), None)
+        topic = after_sales_topic(self.msg)
         if self.msg.region:
             return self.shipping(h)
         if topic == "damaged":
@@ -487,7 +503,7 @@ class Reply:
         return [[self.s("no_claim")], alts + [""]]
 
     def chat(self) -> Slots:
-        text, name = self.msg.text.lower(), self.msg.viewer
+        name = self.msg.viewer
         # A name is said only when it reads in the reply's language and has no
         # digits (every number in a reply must come from a tool).
         if any(ch.isdigit() for ch in name) or bool(_CJK.search(name)) != (
@@ -495,9 +511,10 @@ class Reply:
         ):
             name = ""
         look = [self.s("look"), ""]
-        if any(w in text for w in _ABOUT_HOST):
+        kind = chat_kind(self.msg)
+        if kind == "about_host":
             return [[self.s("digital"), self.s("digital_short")], look]
-        kind = "welcome" if any(w in text for w in _GREETINGS) else "thanks"
+        kind = "welcome" if kind == "greeting" else "thanks"
         alts = [self.s(f"{kind}_name", name=name)] if name else []
         return [alts + [self.s(kind)], look]
 

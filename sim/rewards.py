@@ -9,7 +9,10 @@ A reward is a pure function ``(traj, snapshot, msg, binding) -> Score``:
 - ``tool_rationality`` (0..1): needed tools called, no invalid, redundant or
   hallucinated calls (``sim/judge_tools.py``);
 - ``skill_selection`` (0..1): the right reply skill, the strategy skill when it
-  applies (``sim/judge_tools.py``).
+  applies (``sim/judge_tools.py``);
+
+and ``success`` (0 / 1), the headline measure: accurate, fully effective and
+within the harness's playbook (``sim/judge_success.py``).
 
 The rubrics and their constants are in those modules' docstrings. The playbook
 (which tools and skills a message needs) comes from ``sim.binding``, the same
@@ -27,6 +30,8 @@ from sim.binding import Binding
 from sim.types import RoomSnapshot, ViewerMessage
 
 REWARDS = ("accuracy", "effectiveness", "tool_rationality", "skill_selection")
+SUCCESS = "success"  # the headline: accurate, fully effective, in the playbook
+JUDGED = (SUCCESS, *REWARDS)  # what the eval suites and RL rollouts record
 BINARY = ("accuracy",)  # 0 / 1
 GRADED = ("effectiveness",)  # 0 / 0.5 / 1
 
@@ -70,9 +75,9 @@ def judge_all(
     snapshot: RoomSnapshot,
     msg: ViewerMessage,
     binding: Binding,
-    names: tuple[str, ...] = REWARDS,
+    names: tuple[str, ...] = JUDGED,
 ) -> dict[str, Score]:
-    """Every named reward (the four by default) for one turn."""
+    """Every named reward (success and the four by default) for one turn."""
     return {n: get_reward(n)(traj, snapshot, msg, binding) for n in names}
 
 
@@ -87,4 +92,4 @@ def clip01(x: float) -> float:
 
 
 # The rules register themselves on import; they need Score and register_reward.
-from sim import judge_rules, judge_tools  # noqa: E402, F401
+from sim import judge_rules, judge_success, judge_tools  # noqa: E402, F401

@@ -385,7 +385,7 @@ def snapshot(
     catalog: Catalog,
     room_id: str,
     *,
-    harness_names: tuple[str, str] = BUILTIN,
+    harness_names: tuple[str, str] = BUILTIN[:2],
 ) -> RoomSnapshot:
     """One room as plain Python, for tools and judges. Flash prices are taken from
     the catalog's `FlashSale` records (exact decimals) for the links the arrays

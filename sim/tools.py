@@ -14,7 +14,9 @@ and the harness binding travel there under ``meta["sim"]`` as a
    (:class:`FaultConfig` rates, or a forced per-call ``fault_plan``), drawn from
    a generator seeded by ``(seed, room_id, case, call index)``, so results never
    depend on call order;
-4. the role runs against the snapshot; results are JSON text with sorted keys.
+4. the role runs against the snapshot; results are JSON text with sorted keys
+   (with ``compact=True``, only the fields a reply needs:
+   ``sim.tools_compact``).
 
 Results never name the tool or the harness, so a trajectory's tool results stay
 valid when HSA renames things. Error and fault texts start with ``"error:"``;
@@ -35,6 +37,7 @@ from hat_jax.harness import ToolContext, ToolOutcome, schema_leaves, validate_js
 from hat_jax.text.toolcall import ToolCall
 from sim.binding import Binding, canonical_harness
 from sim.catalog import match_sku, product_facts, shipping_for_region, sku_stock
+from sim.tools_compact import compact_result
 from sim.types import FAULT_KINDS, Coupon, RoomSnapshot
 
 SIM_META = "sim"  # the request-meta key holding the SimContext
@@ -169,6 +172,7 @@ def product_info(
     if campaign:
         facts["campaign"] = dict(CAMPAIGN["name"])
         facts["campaign_price"] = facts["price_now"]
+        facts["cross_shop_discount"] = dict(CAMPAIGN["cross_shop_discount"])
     return facts
 
 
@@ -276,11 +280,16 @@ class SimBackend:
     Args:
       faults: injected-fault rates per valid call.
       seed: the fault seed (with the room id, case id and call index).
+      compact: return only the fields a reply needs (``sim.tools_compact``);
+        the default is the full result.
     """
 
-    def __init__(self, faults: FaultConfig | None = None, *, seed: int = 0):
+    def __init__(
+        self, faults: FaultConfig | None = None, *, seed: int = 0, compact: bool = False
+    ):
         self.faults = faults or FaultConfig()
         self.seed = int(seed)
+        self.compact = bool(compact)
 
     def call(
         self, name: str, arguments: dict[str, Any], *, context: ToolContext
@@ -351,11 +360,17 @@ class SimBackend:
         self, role: str, sim: SimContext, args: dict[str, Any], extra: dict[str, Any]
     ) -> dict[str, Any] | None:
         snap, campaign = sim.snapshot, sim.binding.campaign
+        fields = _find_fields(extra) if role == "product_info" else None
         if role == "product_info":
             facts = product_info(snap, args, campaign)
-            return None if facts is None else _project(facts, _find_fields(extra))
-        if role == "stock":
-            return stock(snap, args)
-        if role == "promotions":
-            return promotions(snap, args, campaign)
-        return shipping(snap, args)
+            out = None if facts is None else _project(facts, fields)
+        elif role == "stock":
+            out = stock(snap, args)
+        elif role == "promotions":
+            out = promotions(snap, args, campaign)
+        else:
+            out = shipping(snap, args)
+        if not self.compact:
+            return out
+        asked = [k for f in fields or () for k in FIELD_KEYS[f]]
+        return compact_result(role, out, asked)

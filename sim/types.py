@@ -125,6 +125,10 @@ class RoomSnapshot:
     stock: Mapping[int, int]  # link_id -> units left now
     active_flash: Mapping[int, float]  # link_id -> flash price, for live sales
     harness_version: str  # the harness in force (campaigns switch mid-stream)
+    # Double 12 runs in the shop (the edit test's rooms): a price or order answer
+    # must carry the cross-shop discount (sim/judge_rules.py), which only a
+    # harness with the campaign skill makes the tools return
+    campaign: bool = False
 
     def price_now(self, link_id: int) -> float | None:
         p = self.catalog.product(link_id)

@@ -127,9 +127,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # an episode with no tool call takes tool + reply advantage on its reply
             # (it chose there not to call): without it RL learns to skip skills
             "fold_missing_tool": True,
-            # training-reward shaping (experiments.rl_sim.SHAPINGS): "none" or
-            # "gate_accuracy" (accuracy counts only when effectiveness > 0)
-            "shaping": "none",
+            # training-reward shaping (experiments.rl_sim.SHAPINGS): "none",
+            # "gate_accuracy" (accuracy counts only when effectiveness > 0) or
+            # "gate_success" (accuracy counts only on a success, the headline)
+            "shaping": "gate_success",
             "on_mismatch": "skip",  # or "splice" (rl_batch docstring)
             # most positions per episode (longer ones are cut): sim episodes are
             # 1,800-2,900 tokens
@@ -141,6 +142,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.rollout = ml_collections.ConfigDict(
         {
             "harness": "taolive_v1",
+            "prompt_format": "",  # "" = the harness's own; "compact" (tiny world)
+            "compact_results": False,  # tools return only the fields a reply needs
             "split": "train",
             "tasks": a.tasks,  # N groups per step
             "group": a.group,  # G rollouts per task

@@ -1,10 +1,18 @@
-"""The evaluation suites, by name: T1, T2, T3, the harness-edit test, IFEval.
+"""The evaluation suites, by name: T1, T2, T3, the harness-edit test, IFEval
+and its in-world proxy.
 
 ``get_suite("t1").build(SuiteOptions(harness), n)`` gives the first ``n`` cases
 of a suite; ``hat eval run`` (``experiments.eval_cli``) runs them.
 """
 
-from experiments.suites import edit, ifeval, t1, t2, t3  # noqa: F401  (register)
+from experiments.suites import (  # noqa: F401  (register)
+    edit,
+    ifeval,
+    ifeval_proxy,
+    t1,
+    t2,
+    t3,
+)
 from experiments.suites.base import (
     SUITES,
     Suite,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hat_jax.eval.runner import EvalCase, Judge, PolicyFor, Rollout
-from hat_jax.harness import Harness
+from hat_jax.harness import Harness, load_harness
 
 # suite-specific summary measures from the suite's records (in case order)
 Extra = Callable[[Sequence[dict[str, Any]]], dict[str, Any]]
@@ -27,11 +27,21 @@ class SuiteOptions:
       harness: the base harness (``--harness``; default ``taolive_v1``).
       seed: the eval seed; each suite derives its own dataset seed from it.
       edit: the (before, after) harness names or folders of the edit test.
+      prompt_format: every harness's prompt in this format (None: their own;
+        the tiny world uses "compact"); ``harness`` is already in it.
+      compact_results: tools return only the fields a reply needs
+        (``sim.tools_compact``).
     """
 
     harness: Harness
     seed: int = 0
-    edit: tuple[str, str] = ("taolive_v1", "taolive_v2")
+    edit: tuple[str, str] = ("taolive_v1", "taolive_d12")
+    prompt_format: str | None = None
+    compact_results: bool = False
+
+    def load(self, name: str) -> Harness:
+        """Harness ``name`` (a builtin or folder) as the suites present it."""
+        return load_harness(name).in_format(self.prompt_format)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,12 +3,22 @@
 As the paper describes it: 1,500 traffic cases, 500 from the dev split and
 1,000 from the test split (question ``i`` is a dev case when ``i % 3 == 0``),
 each answered under the harness before the edit (``taolive_v1``) and after it
-(``taolive_v2``: the Double 12 campaign rule and skill, the product tool
-renamed and reshaped, a compliance hook; ``--edit-harnesses`` takes any two).
+(``taolive_d12``: v1 edited for the Double 12 campaign, with the campaign rule
+and skill and a compliance hook, nothing renamed; ``--edit-harnesses`` takes
+any two).
+
+The rooms run Double 12 (``RoomSnapshot.campaign``) on both sides, and the
+judge asks every price or order answer to state the campaign's cross-shop
+discount (``sim/judge_rules.py``). v1 knows nothing of the campaign, so a
+model that follows v1 exactly misses it on those questions; the edit tells it
+what to do, and the tools return the discount under it. A model that follows
+its harness therefore makes fewer errors after the edit; one that memorised v1
+makes the same errors (``tests/experiments/test_gaming.py``).
 Both answers of a question are adjacent cases (``edit-00007-before``,
 ``edit-00007-after``), so ``--limit n`` runs ``n`` questions, ``2n`` cases.
 
-A case is an error when its accuracy judge says 0 (error = 1 - accuracy).
+A case is an error when it is not a success (error = 1 - success: accurate,
+fully effective and within the harness's playbook; ``sim/judge_success.py``).
 The summary reports the error rate before and after the edit and the relative
 error reduction ``(before - after) / before`` (the paper: 51.7 % for the HAT
 model, 18.1 % for naive SFT), with paired bootstrap intervals over questions,
@@ -33,9 +43,9 @@ from experiments.suites.simcases import (
 )
 from hat_jax.eval.runner import EvalCase
 from hat_jax.eval.stats import error_reduction
-from hat_jax.harness import load_harness
 from sim.binding import bind
 from sim.datasets import make_cases
+from sim.rewards import SUCCESS
 
 SEED_OFFSET = 404
 SIZE = 1500  # questions: 500 dev + 1,000 test
@@ -57,12 +67,14 @@ def build(opts: SuiteOptions, n: int) -> list[EvalCase]:
         split: make_cases(split, seed, sum(s == split for s, _ in where))
         for split in ("dev", "test")
     }
-    bindings = [bind(load_harness(h)) for h in opts.edit]
+    bindings = [bind(opts.load(h)) for h in opts.edit]
     out = []
     for i, (split, j) in enumerate(where):
         case = pools[split][j]
         for side, binding, name in zip(SIDES, bindings, opts.edit):
-            snap = dataclasses.replace(case.snapshot, harness_version=Path(name).name)
+            snap = dataclasses.replace(
+                case.snapshot, harness_version=Path(name).name, campaign=True
+            )
             out.append(
                 sim_case(
                     f"edit-{i:05d}-{side}",
@@ -82,7 +94,7 @@ def extra(records: Sequence[dict]) -> dict:
     split: dict[str, str] = {}
     for r in records:
         q = r["tags"]["question"]
-        pairs[q][r["tags"]["edit"]] = 1.0 - r["scores"]["accuracy"]
+        pairs[q][r["tags"]["edit"]] = 1.0 - r["scores"][SUCCESS]
         split[q] = r["tags"]["split"]
     full = [q for q in sorted(pairs) if len(pairs[q]) == len(SIDES)]
 

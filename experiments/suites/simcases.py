@@ -4,10 +4,10 @@ Every simulator suite (T1, T2, T3, the edit test) turns a ``sim.oracle.Case``
 under a ``sim.binding.Binding`` into an :class:`EvalCase`: the agent-loop
 request (``case_request``), tags for the summary (intent, language, and the
 suite's own), the case as JSON for its record, and ``SimPayload`` for the
-judges (``sim.rewards.judge_all``: accuracy, effectiveness, tool rationality,
-skill selection) and for the oracle reference policy. Tools run in
-``SimBackend`` without random faults (a suite forces faults per case through
-``Case.fault_plan``), seeded by the eval seed.
+judges (``sim.rewards.judge_all``: success, the headline, then accuracy,
+effectiveness, tool rationality, skill selection) and for the oracle reference
+policy. Tools run in ``SimBackend`` without random faults (a suite forces
+faults per case through ``Case.fault_plan``), seeded by the eval seed.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from hat_jax.eval.runner import EvalCase, agent_rollout
 from hat_jax.harness import Harness, Trajectory
 from sim.binding import Binding, bind, canonical_mapping
 from sim.oracle import Case, OraclePolicy, case_request
-from sim.rewards import REWARDS, judge_all
+from sim.rewards import JUDGED, judge_all
 from sim.tools import SimBackend
 
-METRICS = REWARDS  # accuracy, effectiveness, tool_rationality, skill_selection
+METRICS = JUDGED  # success, accuracy, effectiveness, tool_rationality, skill_sel.
 GROUP_BY = ("intent", "lang")
 MAX_DRAWS = 20  # redraws of an HSA spec that does not apply to the harness
 
@@ -72,7 +72,7 @@ def sim_case(
 
 
 def judge_sim(batch: Sequence[EvalCase], trajs: Sequence[Trajectory]) -> list:
-    """The four rule judges of each case."""
+    """The rule judges of each case (success and the four rewards)."""
     return [
         judge_all(t, c.payload.case.snapshot, c.payload.case.message, c.payload.binding)
         for c, t in zip(batch, trajs, strict=True)
@@ -90,7 +90,8 @@ def oracle_for(batch: Sequence[EvalCase]) -> OraclePolicy:
 
 def sim_rollout(opts: SuiteOptions):
     """The agent loop with the simulator's tool sandbox (no random faults)."""
-    return agent_rollout(SimBackend(None, seed=int(opts.seed)))
+    backend = SimBackend(None, seed=int(opts.seed), compact=opts.compact_results)
+    return agent_rollout(backend)
 
 
 def variant_binding(

@@ -63,6 +63,26 @@ REQUESTS = (
     "I need a {form} about {topic} that {audience} would enjoy.",
     "Compose a {form} describing {topic} for {audience}.",
 )
+# Held out: no training generator (base data, OPD prompts) draws these; only the
+# IFEval proxy suite (experiments.suites.ifeval_proxy) asks them.
+HELDOUT_TOPICS = (
+    ("flying a kite at the beach", ("string", "wind")),
+    ("knitting a winter scarf", ("yarn", "needles")),
+    ("making fresh lemonade", ("lemons", "sugar")),
+    ("setting up a fish tank", ("filter", "gravel")),
+    ("learning to play the ukulele", ("strings", "chords")),
+    ("planting a herb garden", ("seeds", "basil")),
+    ("visiting a local museum", ("map", "exhibits")),
+    ("washing a car by hand", ("sponge", "bucket")),
+    ("feeding garden birds in winter", ("feeder", "crumbs")),
+    ("folding paper boats", ("paper", "folds")),
+)
+HELDOUT_REQUESTS = (
+    "Draft a {form} about {topic} to share with {audience}.",
+    "Put together a {form} on {topic} for {audience}.",
+    "Could you prepare a {form} about {topic} for {audience}?",
+    "I would like a {form} on {topic}, written for {audience}.",
+)
 # Sentence templates; {t} is the topic, {a}/{b} its nouns, {x} an adjective.
 SENTENCES = (
     "{T} is a {x} way to spend a free afternoon.",

@@ -7,6 +7,7 @@ Examples:
   hat harness validate my_harness/      # exit 1, one path:line: error per line
   hat harness render taolive_v2 --room-context '{"on_screen": "link 3"}'
   hat harness render taolive_v1 --format xml
+  hat harness render taolive_v1 --format compact   # one line per tool
 """
 
 from __future__ import annotations

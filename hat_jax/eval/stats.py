@@ -8,11 +8,18 @@ percentiles (numpy's default linear interpolation) reported as ``[lo, hi]``.
 Paired statistics (the harness-edit test's error reduction) resample the same
 indices in every array, so each case keeps its before/after pair. A fixed seed
 makes a summary a pure function of its records.
+
+``wilson_ci`` and ``case_mean_ci`` serve the paper's tables: a mean of 0/1
+scores gets the Wilson score interval (closed form, no resampling), which stays
+honest where the percentile bootstrap collapses (0 of 6 correct reads [0, 0]
+under the bootstrap, [0, 39] under Wilson); any other mean keeps the bootstrap.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -128,3 +135,37 @@ def error_reduction(
         "after": mean_ci(a, **kw),
         "reduction": {"value": value, "ci": list(ci) if ci else None, "n": int(b.size)},
     }
+
+
+def wilson_ci(k: float, n: int, *, level: float = LEVEL) -> tuple[float, float] | None:
+    """The Wilson score interval of a binomial proportion ``k / n``.
+
+    The interval holds every ``p`` the score test does not reject,
+    ``|k / n - p| <= z sqrt(p (1 - p) / n)`` with ``z`` the normal quantile of
+    ``(1 + level) / 2`` (1.96 at 95 %), solved in closed form; no continuity
+    correction. None when ``n`` is 0.
+    """
+    if n <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p, z2 = k / n, z * z / n
+    centre = (p + z2 / 2) / (1 + z2)
+    half = z / (1 + z2) * math.sqrt(p * (1 - p) / n + z2 / (4 * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def case_mean_ci(
+    values: Sequence[float], weights: Sequence[float] | None = None, **kw: Any
+) -> dict[str, Any]:
+    """``{"mean", "ci", "n", "method"}`` of per-case values: the Wilson interval
+    when every value is 0 or 1 (method "wilson"), else ``weighted_mean_ci``
+    (with ``weights``) or ``mean_ci`` (method "bootstrap"); kwargs as for
+    ``bootstrap`` (``level`` also sets Wilson's)."""
+    x = np.asarray(values, np.float64)
+    if weights is not None:
+        return {**weighted_mean_ci(x, weights, **kw), "method": "bootstrap"}
+    if x.size and np.isin(x, (0.0, 1.0)).all():
+        ci = wilson_ci(float(x.sum()), int(x.size), level=kw.get("level", LEVEL))
+        mean = float(x.mean())
+        return {"mean": mean, "ci": list(ci), "n": int(x.size), "method": "wilson"}
+    return {**mean_ci(x, **kw), "method": "bootstrap"}

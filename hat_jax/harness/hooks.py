@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from hat_jax.harness.json_schema import describe, validate_json
+from hat_jax.harness.signoff import TAG, signed_off
 from hat_jax.harness.spec import SKILL_KINDS, Harness, HookSpec, load_skill_tool
 from hat_jax.harness.trajectory import CHECKPOINTS, HookContext, HookResult
 
@@ -290,6 +291,13 @@ _MARKDOWN = (
 )
 
 
+def _tag_check(params: dict[str, Any]) -> list[tuple[str, str]]:
+    tag = params.get("sign_off", "")
+    if isinstance(tag, str) and tag and not TAG.fullmatch(tag):
+        return [("sign_off", f"expected '' or a tag like '#SunnyPicks', got {tag!r}")]
+    return []
+
+
 @register_hook(
     "reply_format",
     checkpoint="reply",
@@ -297,15 +305,19 @@ _MARKDOWN = (
         "max_chars": (int, 120),
         "banned_phrases": (list[str], []),
         "no_markdown": (bool, True),
+        "sign_off": (str, ""),
     },
-    param_check=_positive("max_chars"),
+    param_check=lambda p: _positive("max_chars")(p) + _tag_check(p),
 )
 def reply_format(params: dict[str, Any], ctx: HookContext) -> HookResult:
-    """Length, banned phrases, no Markdown and no leftover control tags."""
+    """Length, banned phrases, no Markdown, no leftover control tags and, when
+    ``sign_off`` is set, the reply ending with that tag (``harness.signoff``)."""
     reply = (ctx.reply or "").strip()
     problems = []
     if not reply:
         problems.append("the reply is empty; say something to the viewer")
+    if params["sign_off"] and not signed_off(reply, params["sign_off"]):
+        problems.append(f"end the reply with {params['sign_off']}")
     if len(reply) > params["max_chars"]:
         problems.append(
             f"the reply is {len(reply)} characters; keep it within "

@@ -3,7 +3,7 @@
 A harness folder holds::
 
   manifest.yaml   name, version, persona, rules, constraints,
-                  prompt: {order: [sections], format: markdown|xml|plain,
+                  prompt: {order: [sections], format: markdown|xml|plain|compact,
                            titles: {section: title}},
                   turn_limit, retry_limit, tool_call_format, hooks: [{name, params}]
   skills/*.md     YAML front matter between "---" lines (name, kind: reply|strategy,

@@ -12,6 +12,11 @@ Formats, each with the layout's titles (or ``DEFAULT_TITLES``):
   markdown  ``## Title`` then the body
   xml       ``<section_name title="Title">`` body ``</section_name>``
   plain     ``TITLE:`` (upper-cased) then the body
+  compact   ``# Title`` then a shorter body, for small models: one line per
+            skill, one signature line per tool (``check_stock(link_id: int>=1,
+            sku?: str) - First sentence.``: ``?`` optional, ``{...}`` nested,
+            ``[T]`` arrays, ``"a"|"b"`` enums, ``=v`` defaults, bounds), the
+            parameter descriptions left out
 
 The tool list is part of the system prompt, so callers render the chat with
 ``render_chat(messages, tools=None)``. Output is a pure function of its inputs.
@@ -20,6 +25,7 @@ The tool list is part of the system prompt, so callers render the chat with
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from xml.sax.saxutils import escape
@@ -95,6 +101,83 @@ def _constraints(h: Harness, room: RoomContext) -> str:
     return _bullets([*h.constraints, *hook_constraints(h)])
 
 
+# -- compact: one line per skill and per tool ---------------------------------------
+_TYPE_NAMES = {"integer": "int", "number": "float", "string": "str", "boolean": "bool"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])|(?<=[。！？])")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a description ("e.g. 3" does not end one)."""
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
+
+
+def _bounds(node: Mapping[str, Any]) -> str:
+    lo, hi = node.get("minimum"), node.get("maximum")
+    if lo is not None and hi is not None:
+        return f"[{lo}..{hi}]"
+    return f">={lo}" if lo is not None else f"<={hi}" if hi is not None else ""
+
+
+def type_text(node: Any) -> str:
+    """A parameter schema as a short type: ``int>=1``, ``{a: str, b?: [int]}``,
+    ``"red"|"blue"``, ``str|null``, with ``=default`` when it has one."""
+    if not isinstance(node, Mapping):
+        return "any"
+    if isinstance(node.get("enum"), list) and node["enum"]:
+        out = "|".join(json.dumps(v, ensure_ascii=False) for v in node["enum"])
+    elif isinstance(node.get("properties"), Mapping) and node["properties"]:
+        out = "{" + _fields(node) + "}"
+    else:
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types] if types else ["any"]
+        names = []
+        for t in types:
+            if t == "array":
+                names.append(f"[{type_text(node.get('items'))}]")
+            else:
+                names.append(_TYPE_NAMES.get(t, str(t)) + _bounds(node))
+        out = "|".join(names)
+    if "default" in node:
+        out += "=" + json.dumps(node["default"], ensure_ascii=False)
+    return out
+
+
+def _fields(schema: Mapping[str, Any]) -> str:
+    required = set(schema.get("required") or ())
+    parts = [
+        f"{key}{'' if key in required else '?'}: {type_text(sub)}"
+        for key, sub in (schema.get("properties") or {}).items()
+    ]
+    if schema.get("additionalProperties") not in (None, False):
+        parts.append("...")
+    return ", ".join(parts)
+
+
+def tool_signature(spec: Mapping[str, Any]) -> str:
+    """One tool (an OpenAI ``tools`` entry) as ``name(args) - First sentence.``"""
+    fn = spec["function"]
+    line = f"{fn['name']}({_fields(fn.get('parameters') or {})})"
+    desc = first_sentence(fn.get("description") or "")
+    return f"{line} - {desc}" if desc else line
+
+
+def _compact_skill_index(h: Harness, room: RoomContext) -> str:
+    kinds = _required_kinds(h)
+    must = "".join(f"; load at least one {k} skill before replying" for k in kinds)
+    intro = f"Call {LOAD_SKILL}(name) to read a skill{must}."
+    return "\n".join(
+        [intro, *(f"{s.name} ({s.kind}): {s.description}" for s in h.skills)]
+    )
+
+
+def _compact_tool_list(h: Harness, room: RoomContext) -> str:
+    # load_skill's enum repeats the skill index, so its signature stays short.
+    skill = f"{LOAD_SKILL}(name: str) - Load a skill's instructions."
+    tools = [tool_signature(t.spec()) for t in h.tools]
+    lines = "\n".join(["Functions (arg? is optional):", skill, *tools])
+    return f"{lines}\n\n{get_format(h.tool_call_format).instructions}"
+
+
 _SECTIONS: dict[str, Callable[[Harness, RoomContext], str]] = {
     "persona": _persona,
     "room_context": _room_context,
@@ -102,6 +185,13 @@ _SECTIONS: dict[str, Callable[[Harness, RoomContext], str]] = {
     "skill_index": _skill_index,
     "tool_list": _tool_list,
     "constraints": _constraints,
+}
+
+
+# Sections whose compact body differs (the others are short already).
+_COMPACT_SECTIONS = {
+    "skill_index": _compact_skill_index,
+    "tool_list": _compact_tool_list,
 }
 
 
@@ -121,6 +211,8 @@ def hook_constraints(h: Harness) -> list[str]:
                 out.append("Write replies as plain spoken text, without Markdown.")
             if p["banned_phrases"]:
                 out.append("Never say: " + "; ".join(p["banned_phrases"]) + ".")
+            if p["sign_off"]:
+                out.append(f"End every reply with {p['sign_off']}.")
         elif spec.name == "factual_risk":
             out.append(
                 "Every number in a reply (price, stock, date, discount) must come "
@@ -142,6 +234,8 @@ def section_title(harness: Harness, name: str) -> str:
 
 def render_section(harness: Harness, name: str, room_context: RoomContext) -> str:
     """One section's body, without its title ("" when it has nothing to say)."""
+    if harness.layout.format == "compact" and name in _COMPACT_SECTIONS:
+        return _COMPACT_SECTIONS[name](harness, room_context)
     return _SECTIONS[name](harness, room_context)
 
 
@@ -151,6 +245,8 @@ def _wrap(fmt: str, name: str, title: str, body: str) -> str:
     if fmt == "xml":
         attr = escape(title, {'"': "&quot;"})
         return f'<{name} title="{attr}">\n{body}\n</{name}>'
+    if fmt == "compact":
+        return f"# {title}\n{body}"
     return f"{title.upper()}:\n{body}"
 
 

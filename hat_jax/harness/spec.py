@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 SKILL_KINDS = ("reply", "strategy")
-PROMPT_FORMATS = ("markdown", "xml", "plain")
+PROMPT_FORMATS = ("markdown", "xml", "plain", "compact")
 # The sections a system prompt is assembled from; a manifest chooses order and titles.
 SECTION_NAMES = (
     "persona",
@@ -70,7 +70,7 @@ class PromptLayout:
     titles, in what format. The structure itself is a harness parameter."""
 
     order: tuple[str, ...] = SECTION_NAMES
-    format: str = "markdown"  # "markdown" | "xml" | "plain"
+    format: str = "markdown"  # one of PROMPT_FORMATS
     titles: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -106,6 +106,14 @@ class Harness:
 
     def replace(self, **kw) -> Harness:
         return dataclasses.replace(self, **kw)
+
+    def in_format(self, fmt: str | None) -> Harness:
+        """This harness with its prompt in ``fmt`` (None: unchanged)."""
+        if fmt is None or fmt == self.layout.format:
+            return self
+        if fmt not in PROMPT_FORMATS:
+            raise ValueError(f"unknown prompt format {fmt!r}; have {PROMPT_FORMATS}")
+        return self.replace(layout=dataclasses.replace(self.layout, format=fmt))
 
     def tool_specs(self) -> list[dict[str, Any]]:
         """Tools as shown to the model, `load_skill` first."""

@@ -6,6 +6,7 @@ from paper.tables import (  # noqa: F401  (registers)
     ifeval,
     latency,
     main,
+    paired,
 )
 from paper.tables.registry import TABLES, get, register
 

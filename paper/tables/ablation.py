@@ -1,10 +1,16 @@
-"""The HSA-dimension ablation: full HSA-SFT vs each dimension left out."""
+"""The HSA-dimension ablation: full HSA-SFT vs each dimension left out.
+
+Per suite (T2, then T1): the reference run and each left-out run with its
+cases (n), success, accuracy and effectiveness, and the paired change in
+success and accuracy from the reference (``paper.compare``).
+"""
 
 from __future__ import annotations
 
-from paper.compare import run_diff
-from paper.render import MISSING, RULE, Table, diff, n_range, pm
+from paper.compare import METHOD, run_diff
+from paper.render import MISSING, RULE, Table, diff
 from paper.results import Run, Stat, Sweep
+from paper.tables.main import LEAD, MEASURES, sim_cells
 from paper.tables.registry import register, skipped_note
 
 # The five HSA dimensions, in the paper's order.
@@ -17,7 +23,7 @@ DIMENSION_NAMES = {
     "hooks": "hook behaviour",
 }
 SUITES = (("t2", "T2"), ("t1", "T1"))
-METRIC = "accuracy"
+DELTAS = (LEAD, "accuracy")  # the changes shown
 
 
 def groups(sweep: Sweep) -> list[tuple[Run | None, dict[str, Run]]]:
@@ -29,53 +35,54 @@ def groups(sweep: Sweep) -> list[tuple[Run | None, dict[str, Run]]]:
     return [(sweep.pipeline(*key), runs) for key, runs in by_pipeline.items()]
 
 
-def effects(ref: Run | None, run: Run | None) -> dict[str, Stat | None]:
-    """suite -> (left-out run − reference) accuracy, paired."""
+def effects(
+    ref: Run | None, run: Run | None, metric: str = LEAD
+) -> dict[str, Stat | None]:
+    """suite -> (left-out run − reference) on ``metric``, paired."""
     return {
-        s: run_diff(run, ref, s, METRIC) if ref and run else None for s, _ in SUITES
+        s: run_diff(run, ref, s, metric) if ref and run else None for s, _ in SUITES
     }
 
 
 @register("ablation")
 def ablation_table(sweep: Sweep) -> Table:
     rows: list[list[str] | None] = []
-    stats: list[Stat | None] = []
-    for i, (ref, runs) in enumerate(groups(sweep)):
-        if i:
-            rows.append(RULE)
+    for ref, runs in groups(sweep):
         ref_label = ref.meta.row if ref else "reference (not done)"
-        cells = [f"none ({ref_label})"]
-        for s, _ in SUITES:
-            stat = ref.stat(s, METRIC) if ref else None
-            stats.append(stat)
-            cells += [pm(stat), MISSING]
-        rows.append(cells)
         dims = [*DIMENSIONS, *sorted(set(runs) - set(DIMENSIONS))]
-        for dim in dims:
-            run = runs.get(dim)
-            label = DIMENSION_NAMES.get(dim, dim) + ("" if run else " (not done)")
-            eff = effects(ref, run)
-            cells = [label]
-            for s, _ in SUITES:
-                stat = run.stat(s, METRIC) if run else None
-                stats.append(stat)
-                cells += [pm(stat), diff(eff[s])]
-            rows.append(cells)
+        for suite, title in SUITES:
+            if rows:
+                rows.append(RULE)
+            cells = sim_cells(ref, suite, None)
+            rows.append([title, f"none ({ref_label})", *cells, MISSING, MISSING])
+            for dim in dims:
+                run = runs.get(dim)
+                label = DIMENSION_NAMES.get(dim, dim) + ("" if run else " (not done)")
+                d = [
+                    run_diff(run, ref, suite, m) if ref and run else None
+                    for m in DELTAS
+                ]
+                rows.append([title, label, *sim_cells(run, suite, None), *map(diff, d)])
     if not rows:
-        rows.append(["no ablation runs", *[MISSING] * (2 * len(SUITES))])
-    header = ["left out"]
-    for _, title in SUITES:
-        header += [f"{title} acc.", f"Δ {title} [95 % CI]"]
+        rows.append(["–", "no ablation runs", *[MISSING] * (2 + len(MEASURES))])
     return Table(
         name="ablation",
         title="HSA-dimension ablation",
         caption=(
-            f"Ours at {sweep.scale_note()}: accuracy in % (± half the 95 % "
-            "interval), and the change from leaving one HSA dimension out, in "
-            "points, with paired 95 % bootstrap intervals over shared cases. "
-            f"Cases per cell: {n_range(stats)}."
+            f"Ours at {sweep.scale_note()}: per suite, HSA-SFT with every HSA "
+            "dimension (none left out) and with one left out: cases (n), success, "
+            "accuracy and effectiveness in %, and the change in success and in "
+            "accuracy from the reference in points, over the cases both answered. "
+            f"{METHOD}"
         ),
-        header=header,
+        header=[
+            "suite",
+            "left out",
+            "n",
+            *MEASURES,
+            "Δ success",
+            "Δ accuracy",
+        ],
         rows=rows,
         notes=[
             "The paper (PAPER.md) reports no per-dimension ablation; its stage "

@@ -42,6 +42,8 @@ MAY_CHANGE = {
     "drop_banned_phrases": {"hooks"},
     "toggle_required_skills": {"hooks"},
     "shift_turn_limit": {"turn_limit"},
+    "add_sign_off": {"hooks"},
+    "sign_off_skills": {"skills"},
 }
 
 

@@ -36,7 +36,11 @@ def test_format_round_trip(spec):
     "spec, where, what",
     [
         ("rename_tools|bogus", "spec op 2 ('bogus')", "unknown op 'bogus'"),
-        ("format(foo)", "spec op 1", "expected one of ['markdown', 'xml', 'plain']"),
+        (
+            "format(foo)",
+            "spec op 1",
+            "expected one of ['markdown', 'xml', 'plain', 'compact']",
+        ),
         ("rename_tools(frac=2)", "spec op 1", "expected 0.0 to 1.0"),
         ("rename_tools(fraction=1)", "spec op 1", "has no param 'fraction'"),
         ("nest_args(frac=abc)", "spec op 1", "frac: expected a number"),

@@ -101,12 +101,13 @@ def test_edit_pairs_questions_and_reports_the_error_reduction(opts):
     assert [c.case_id for c in cases[:2]] == ["edit-00000-before", "edit-00000-after"]
     assert [c.tags["split"] for c in cases[::2]] == ["dev", "test", "test", "dev"]
     before, after = cases[0].request.harness, cases[1].request.harness
-    assert before.id == "taolive@1.0" and after.id == "taolive@2.0"
+    assert before.id == "taolive@1.0" and after.id == "taolive@1.1"
     assert cases[0].request.user_message == cases[1].request.user_message
+    assert all(c.payload.case.snapshot.campaign for c in cases)  # Double 12 runs
 
-    def rec(q, side, split, acc):
+    def rec(q, side, split, ok):  # error = 1 - success; accuracy is not read
         tags = {"question": q, "edit": side, "split": split}
-        return {"tags": tags, "scores": {"accuracy": acc}}
+        return {"tags": tags, "scores": {"success": ok, "accuracy": 1 - ok}}
 
     recs = []
     for i, (b, a) in enumerate([(0, 1), (0, 0), (1, 1), (0, 1), (1, 1)]):

@@ -3,13 +3,17 @@
 Runs: the six main pipelines, two HSA-dimension ablation runs (tools, hooks),
 one still running (prompt) and one listed but never started (skill_ids). The
 HAT run has no T3 suite; the base run's stage workdir is shared by every run;
-one SFT stage path is absolute, the others relative to the root. The HAT run
-has a latency replay (the driver's ``replay`` step folder, named in its
+one SFT stage path is absolute, the others relative to the root. Simulator
+records carry ``success`` (accurate, fully effective and within the rules),
+except those of the ``OLD`` runs (made before the score existed); T2 cases are
+tagged with their HSA family, HSA-SFT runs do better on T2 than the others, and
+fixed-harness SFT answered only the first ``FIXED_T2`` T2 cases. Every run also
+has an ``ifeval_proxy`` suite shaped like ``ifeval``. The HAT run has a latency
+replay (the driver's ``replay`` step folder, named in its
 config.json's ``step_folders``) of two MTP heads at concurrency 1, 4 and 8;
 its co-trained head is skipped.
 """
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -18,12 +22,14 @@ import pytest
 
 from hat_jax.eval.stats import error_reduction, mean_ci
 from hat_jax.eval.summary import flat_metrics, summarize_suite
-from serving.metrics import summarize
-from serving.policies import CallStats
-from serving.schedule import TurnRecord
+from tests.paper.fake_replay import write_replay
 
 N = 40  # cases per suite (questions for the edit test)
 T3_KINDS = ("tool_fault", "distractor_tools", "schema_edit", "injection")
+FAMILIES = ("all_identifiers", "reshaped_rewritten", "prompt_under_hooks", "everything")
+OLD = {"abl_hooks"}  # records and summaries without success
+FIXED_T2 = 36  # T2 cases fixed-harness SFT answered
+HSA_T2_GAIN = 0.3  # HSA-SFT runs' extra quality on T2
 MODEL = {"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64}
 # name -> (row, group, sft, opd, rl, leave_out, quality in [0, 1])
 RUNS = {
@@ -40,6 +46,7 @@ RUNS = {
 RUNNING = {"abl_prompt"}
 NEVER_STARTED = "abl_skill_ids"
 NO_T3 = {"hat"}
+SIM_METRICS = ("success", "accuracy", "effectiveness")
 IFEVAL_WEIGHTS = {
     "instruction_level_strict": "n_instructions",
     "instruction_level_loose": "n_instructions",
@@ -51,10 +58,19 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj), encoding="utf-8")
 
 
-def _sim_records(suite, rng, q, n=N):
+def _success(scores, rng, old):
+    """Adds ``success``: accurate, fully effective and the rules kept (90 %)."""
+    kept = rng.random() < 0.9
+    ok = scores["accuracy"] == 1 and scores.get("effectiveness", 1.0) == 1 and kept
+    return scores if old else {"success": float(ok), **scores}
+
+
+def _sim_records(suite, rng, q, n=N, old=False):
     out = []
     for i in range(n):
         tags = {"intent": ["qa", "chit_chat"][i % 2]}
+        if suite == "t2":
+            tags["family"] = FAMILIES[i % len(FAMILIES)]
         if suite == "t3":
             j = i // 2
             kind = "prompt_robustness" if i % 2 else T3_KINDS[j % len(T3_KINDS)]
@@ -62,9 +78,10 @@ def _sim_records(suite, rng, q, n=N):
         scores = {
             "accuracy": float(rng.random() < q),
             "effectiveness": float(
-                rng.choice([0.0, 0.5, 1.0], p=[1 - q, q / 2, q / 2])
+                rng.choice([0.0, 0.5, 1.0], p=[1 - q, q / 4, 3 * q / 4])
             ),
         }
+        scores = _success(scores, rng, old)
         out.append(
             {
                 "id": f"{suite}-{i:05d}",
@@ -77,7 +94,7 @@ def _sim_records(suite, rng, q, n=N):
     return out
 
 
-def _ifeval_records(rng, q):
+def _ifeval_records(rng, q, suite="ifeval"):
     out = []
     for i in range(N):
         k = 1 + i % 3
@@ -92,8 +109,8 @@ def _ifeval_records(rng, q):
         }
         out.append(
             {
-                "id": f"ifeval-{i:05d}",
-                "suite": "ifeval",
+                "id": f"{suite}-{i:05d}",
+                "suite": suite,
                 "tags": {},
                 "scores": scores,
                 "trajectory": {"status": "ok"},
@@ -102,7 +119,7 @@ def _ifeval_records(rng, q):
     return out
 
 
-def _edit_records(rng, q):
+def _edit_records(rng, q, old=False):
     out = []
     for i in range(N):
         for side, p in (("before", q - 0.15), ("after", q)):
@@ -116,7 +133,7 @@ def _edit_records(rng, q):
                     "id": f"edit-{i:05d}-{side}",
                     "suite": "edit",
                     "tags": tags,
-                    "scores": {"accuracy": float(rng.random() < p)},
+                    "scores": _success({"accuracy": float(rng.random() < p)}, rng, old),
                     "trajectory": {"status": "ok"},
                 }
             )
@@ -124,19 +141,21 @@ def _edit_records(rng, q):
 
 
 def _summary(suite, records):
-    if suite == "ifeval":
+    if suite.startswith("ifeval"):
         metrics = tuple(records[0]["scores"])[:4]
         s = summarize_suite(records, metrics=metrics, weights=IFEVAL_WEIGHTS)
     else:
-        group = ("kind", "intent") if suite == "t3" else ("intent",)
+        group = {"t3": ("kind", "intent"), "t2": ("family", "intent")}
+        metrics = [m for m in SIM_METRICS if m in records[0]["scores"]]
         s = summarize_suite(
-            records, metrics=("accuracy", "effectiveness"), group_by=group
+            records, metrics=metrics, group_by=group.get(suite, ("intent",))
         )
     if suite == "edit":
         pairs = {}
+        measure = metrics[0]  # the suite's error: 1 - success (else accuracy)
         for r in records:
             pairs.setdefault(r["tags"]["question"], {})[r["tags"]["edit"]] = (
-                1 - r["scores"]["accuracy"]
+                1 - r["scores"][measure]
             )
         qs = sorted(pairs)
         s["extra"] = {
@@ -167,79 +186,9 @@ def _loss(steps, start, seed):
     ]
 
 
-REPLAY_LEVELS = (1, 4, 8)
-# head -> (drafts per step, decode seconds per token)
-REPLAY_HEADS = {"mtp_off": (0, 0.010), "standalone": (1, 0.008)}
-
-
-def _turns(rng, k: int, per_token: float, c: int) -> list[TurnRecord]:
-    """Turn records of a synthetic replay (``serving.schedule.TurnRecord``)."""
-    turns = []
-    for i in range(12):
-        arrival = 2.0 * i
-        start = arrival + rng.random() * 0.2 * c
-        calls = []
-        for _ in range(1 + i % 3):
-            new = 40 + int(rng.integers(0, 40))
-            proposed = k * (new // 2)
-            calls.append(
-                CallStats(
-                    batch=1,
-                    wall_s=0.5 + per_token * new,
-                    ttft_s=[0.2 + 0.05 * c * rng.random()],
-                    row_decode_s=per_token * (new - 1) * (1 + 0.1 * c),
-                    new_tokens=new,
-                    drafts_proposed=proposed,
-                    drafts_accepted=int(proposed * (0.5 + 0.3 * rng.random())),
-                    row_verifies=new // 2 if k else 0,
-                )
-            )
-        model_s = sum(x.wall_s for x in calls)
-        rec = TurnRecord(
-            i,
-            f"s{i % 2}",
-            arrival,
-            start,
-            start + model_s + 0.1,
-            "ok" if i % 4 else "failed",
-            model_s=model_s,
-            first_token=start + calls[0].ttft_s[0],
-            calls=calls,
-        )
-        turns.append(rec)
-    if c == 8:  # one slow reply, beyond the 15 s SLA
-        turns[-1].end = turns[-1].arrival + 16.0
-    return turns
-
-
-def _turn(r: TurnRecord) -> dict:
-    return {**dataclasses.asdict(r), "latency": r.latency, "queue_s": r.queue_s}
-
-
-def _replay(folder: Path) -> None:
-    """A replay step's folder: trace header, config.json, per head replay.json."""
-    header = {"kind": "trace", "version": 1, "arrivals": "poisson", "rate": 0.5,
-              "seed": 0, "n_messages": 12, "rooms": 2, "split": "test",
-              "messages_per_room": 6}  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "trace.jsonl").write_text(json.dumps(header) + "\n")
-    heads = {"co_trained": {"status": "skipped: the model has no MTP head"}}
-    for j, (head, (k, per_token)) in enumerate(REPLAY_HEADS.items()):
-        heads[head] = {"status": "done", "mtp": k}
-        runs = []
-        for c in REPLAY_LEVELS:
-            recs = _turns(np.random.default_rng([j, c]), k, per_token, c)
-            runs.append({"concurrency": c, "summary": summarize(recs),
-                         "spec_counters": None,
-                         "turns": [_turn(r) for r in recs]})  # fmt: skip
-        options = {"max_new_tokens": 96, "mtp_k": k, "label": head}
-        result = {"backend": "embedded", "options": options, "clock": "virtual"}
-        _write_json(folder / head / "replay.json", {**result, "runs": runs})
-    _write_json(folder / "config.json", {"heads": heads, "trace_header": header})
-
-
-def build_sweep(root: Path) -> Path:
-    """Writes the fake sweep under ``root`` and returns it."""
+def build_sweep(root: Path, old=frozenset(OLD)) -> Path:
+    """Writes the fake sweep under ``root`` and returns it; the runs in ``old``
+    have no ``success`` scores."""
     names = [*RUNS, NEVER_STARTED]
     _write_json(
         root / "sweep.json",
@@ -265,7 +214,7 @@ def build_sweep(root: Path) -> Path:
         }
         config = {"meta": meta, "model": MODEL, "seed": 0}
         if rl:
-            _replay(root / "stages" / f"replay_{name}")
+            write_replay(root / "stages" / f"replay_{name}")
             config["step_folders"] = {"replay": f"stages/replay_{name}"}
         _write_json(run / "config.json", config)
         stages = {"base": {"path": "stages/base", "seconds": 1.0}}
@@ -295,15 +244,19 @@ def build_sweep(root: Path) -> Path:
         )
         rng = np.random.default_rng(100 + k)
         suites = {}
-        for suite in ("t1", "t2", "t3", "ifeval", "edit"):
+        for suite in ("t1", "t2", "t3", "ifeval", "ifeval_proxy", "edit"):
             if suite == "t3" and name in NO_T3:
                 continue
-            if suite == "ifeval":
-                recs = _ifeval_records(rng, q + 0.2)
+            if suite.startswith("ifeval"):
+                recs = _ifeval_records(rng, q + 0.2, suite)
             elif suite == "edit":
-                recs = _edit_records(rng, q + 0.1)
+                recs = _edit_records(rng, q + 0.1, old=name in old)
+            elif suite == "t2":
+                n = FIXED_T2 if name == "sft_fixed" else N
+                q2 = min(q + HSA_T2_GAIN, 0.95) if sft == "hsa" else q
+                recs = _sim_records(suite, rng, q2, n, old=name in old)
             else:
-                recs = _sim_records(suite, rng, q)
+                recs = _sim_records(suite, rng, q, old=name in old)
             path = run / "eval" / suite / "records.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -323,3 +276,9 @@ def build_sweep(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def sweep_root(tmp_path_factory) -> Path:
     return build_sweep(tmp_path_factory.mktemp("hat_tiny"))
+
+
+@pytest.fixture(scope="session")
+def make_sweep():
+    """``build_sweep`` itself, for tests that need a second or an old sweep."""
+    return build_sweep

@@ -1,6 +1,6 @@
 """LaTeX and Markdown rendering: escaping, booktabs, missing values."""
 
-from paper.render import RULE, Table, diff, escape_latex, pm
+from paper.render import RULE, Table, ci, diff, escape_latex
 from paper.results import Stat, Sweep, load_sweep, model_facts
 from paper.tables import TABLES, get
 
@@ -20,25 +20,25 @@ def test_table_renders_booktabs_and_escapes_cells():
         title="Demo & test",
         caption="95 % CI; tiny_scale",
         header=["run", "acc. (%)"],
-        rows=[["HSA-SFT & OPD_1", pm(Stat(0.5, 0.4, 0.6, 10))], RULE, ["a|b", "–"]],
+        rows=[["HSA-SFT & OPD_1", ci(Stat(0.5, 0.4, 0.6, 10))], RULE, ["a|b", "–"]],
         notes=["see PAPER.md #3"],
     )
     tex = t.to_latex()
     assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
     assert r"\caption{Demo \& test. 95 \% CI; tiny\_scale}" in tex
-    assert r"HSA-SFT \& OPD\_1 & 50.0 $\pm$ 10.0 \\" in tex
+    assert r"HSA-SFT \& OPD\_1 & 50.0 [40.0, 60.0] \\" in tex
     assert r"see PAPER.md \#3\par" in tex
     assert tex.count(r"\midrule") == 2  # under the header, and the RULE row
     md = t.to_markdown()
-    assert "| HSA-SFT & OPD_1 | 50.0 ± 10.0 |" in md
+    assert "| HSA-SFT & OPD_1 | 50.0 [40.0, 60.0] |" in md
     assert r"| a\|b | – |" in md
 
 
 def test_diff_and_missing_cells():
-    assert diff(Stat(-0.077, -0.1, -0.05, 40)) == "−7.7 [−10.0, −5.0]"
+    assert diff(Stat(-0.077, -0.1, -0.05, 40)) == "−7.7 [−10.0, −5.0] *"
     assert diff(Stat(0.02)) == "+2.0"
-    assert pm(None) == diff(None) == "–"
-    assert pm(Stat(0.803)) == "80.3"
+    assert ci(None) == diff(None) == "–"
+    assert ci(Stat(0.803)) == "80.3"
 
 
 def test_tables_of_an_empty_sweep_render_dashes(tmp_path):
@@ -48,8 +48,8 @@ def test_tables_of_an_empty_sweep_render_dashes(tmp_path):
         assert t.to_latex() and t.to_markdown()
         assert any("base (status failed)" in n for n in t.notes)
     main = get("main")(sweep)
-    assert main.rows[0][0] == "base (not done)"
-    assert set(main.rows[0][1:]) == {"–"}
+    assert main.rows[0][:2] == ["T1", "base (not done)"]
+    assert set(main.rows[0][2:-1]) == {"–"} and main.rows[0][-1] == "80.3"  # paper
 
 
 def test_missing_summary_reads_as_dashes(tmp_path):
@@ -58,7 +58,7 @@ def test_missing_summary_reads_as_dashes(tmp_path):
     sweep = load_sweep(tmp_path)
     assert [r.name for r in sweep.runs] == ["r"] and sweep.runs[0].summary is None
     row = get("main")(sweep).rows[0]  # meta-less run: base pipeline
-    assert row[0] == "r" and set(row[1:]) == {"–"}
+    assert row[1] == "r" and set(row[2:-1]) == {"–"}
     assert "unknown scale" in get("main")(sweep).caption
 
 

@@ -1,56 +1,25 @@
-"""Each table's numbers against a direct recomputation from the fixture's records."""
+"""Each table's numbers against a direct recomputation (tests/paper/refs.py):
+main results, paired differences, marks, determinism."""
 
-import json
+import re
 
 import numpy as np
 import pytest
 
 from paper.results import load_sweep
 from paper.tables import TABLES, get
-
-
-def read(root, run, suite):
-    path = root / run / "eval" / suite / "records.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def boot(stat, *arrays):
-    """The documented percentile bootstrap: 1,000 index rows from seed 0."""
-    xs = [np.asarray(a, float) for a in arrays]
-    n = len(xs[0])
-    idx = np.random.default_rng(0).integers(0, n, size=(1000, n))
-    lo, hi = np.percentile(stat(*(x[idx] for x in xs)), [2.5, 97.5])
-    return lo, hi
-
-
-def pm_text(values, weights=None):
-    x = np.asarray(values, float)
-    w = np.ones_like(x) if weights is None else np.asarray(weights, float)
-    lo, hi = boot(lambda a, b: (a * b).sum(-1) / b.sum(-1), x, w)
-    return f"{100 * (x * w).sum() / w.sum():.1f} ± {100 * (hi - lo) / 2:.1f}"
-
-
-def signed(x):
-    return f"{100 * x:+.1f}".replace("-", "−")
-
-
-def diff_text(a, b, weights=None):
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    w = np.ones_like(a) if weights is None else np.asarray(weights, float)
-
-    def d(xa, xb, ww):
-        return (xa * ww).sum(-1) / ww.sum(-1) - (xb * ww).sum(-1) / ww.sum(-1)
-
-    lo, hi = boot(d, a, b, w)
-    return f"{signed(d(a, b, w))} [{signed(lo)}, {signed(hi)}]"
-
-
-def scores(recs, metric, **tags):
-    return [
-        r["scores"][metric]
-        for r in recs
-        if all(r["tags"].get(k) == v for k, v in tags.items())
-    ]
+from tests.paper.conftest import FAMILIES, FIXED_T2, N
+from tests.paper.refs import (
+    LABELS,
+    PR,
+    common,
+    diff_text,
+    level_text,
+    pick,
+    read,
+    row,
+    scores,
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,131 +32,111 @@ def tables(sweep):
     return {name: get(name)(sweep) for name in TABLES}
 
 
-def by_label(table, start):
-    rows = [r for r in table.rows if r is not None and r[0].startswith(start)]
-    assert len(rows) == 1, (start, [r[0] for r in table.rows if r])
-    return dict(zip(table.header, rows[0]))
-
-
 def test_registry_has_every_table():
-    assert set(TABLES) == {"main", "ifeval", "ablation", "edit", "latency"}
+    assert set(TABLES) == {"main", "ifeval", "ablation", "edit", "latency", "paired"}
 
 
-def test_main_table_matches_records(sweep_root, tables):
+@pytest.mark.parametrize("name", ["base", "sft_fixed", "sft_hsa_opd"])
+def test_main_table_matches_records(sweep_root, tables, name):
     t = tables["main"]
-    for run, label in (("base", "base"), ("sft_fixed", "fixed-harness SFT")):
-        row = by_label(t, label)
-        assert row["T1 acc."] == pm_text(
-            scores(read(sweep_root, run, "t1"), "accuracy")
-        )
-        t1 = read(sweep_root, run, "t1")
-        assert row["T1 eff."] == pm_text(scores(t1, "effectiveness"))
-        assert row["T2 acc."] == pm_text(
-            scores(read(sweep_root, run, "t2"), "accuracy")
-        )
-        t3 = read(sweep_root, run, "t3")
-        pr = scores(t3, "accuracy", kind="prompt_robustness")
-        assert row["T3 PR acc."] == pm_text(pr)
-        ife = read(sweep_root, run, "ifeval")
-        assert row["IFEval P-strict"] == pm_text(scores(ife, "prompt_level_strict"))
-        w = scores(ife, "n_instructions")
-        got = pm_text(scores(ife, "instruction_level_strict"), w)
-        assert row["IFEval I-strict"] == got
-    hat = by_label(t, "HAT")
-    assert hat["T3 acc."] == hat["T3 PR acc."] == "–"  # no T3 suite
-    assert by_label(t, "n (cases)")["T1 acc."] == "40"
-    paper = by_label(t, "paper: HAT 35B")
-    assert (paper["T1 acc."], paper["T2 acc."], paper["T1 eff."]) == (
-        "94.8",
-        "94.6",
-        "–",
+    assert t.header[:6] == ["suite", "run", "n", "success", "accuracy", "effectiveness"]
+    for title, suite, tags in (
+        ("T1", "t1", {}),
+        ("T2", "t2", {}),
+        ("T3", "t3", {}),
+        ("T3 PR", "t3", PR),
+    ):
+        recs = pick(read(sweep_root, name, suite), **tags)
+        got = row(t, suite=title, run=LABELS[name])
+        assert got["n"] == str(len(recs))
+        for m in ("success", "accuracy", "effectiveness"):
+            assert got[m] == level_text(scores(recs, m)), (title, m)
+
+
+def test_main_table_cases_missing_suites_and_paper(tables):
+    t = tables["main"]
+    assert row(t, suite="T2", run="fixed-harness SFT")["n"] == str(FIXED_T2)
+    hat = row(t, suite="T3", run="HAT")
+    assert hat["n"] == hat["success"] == hat["accuracy"] == "–"  # no T3 suite
+    assert row(t, suite="T1", run="base")["paper"] == "80.3"
+    assert row(t, suite="T2", run="HAT")["paper"] == "94.6"
+    assert (
+        row(t, suite="T1", run="paper: strongest general LLM (GLM-5.2)")["paper"]
+        == "93.0"
     )
-    assert by_label(t, "paper: base")["IFEval I-strict"] == "87.7"
-    drop = by_label(t, "paper: fixed-harness SFT − base")
-    assert (drop["T3 PR acc."], drop["IFEval P-strict"], drop["T1 acc."]) == (
-        "−4.6",
-        "−7.7",
-        "–",
-    )
-    assert r"\begin{table*}" in t.to_latex()  # 10 columns: full width
+    assert row(t, suite="T3 PR", run="HAT")["paper"] == "–"
     assert "tiny scale: 2-layer qwen3 model (hidden 64), CPU" in t.caption
-    assert "PAPER.md" in t.caption
+    assert "Wilson" in t.caption and "PAPER.md" in t.caption
 
 
-def test_ifeval_table_deltas(sweep_root, tables):
-    t = tables["ifeval"]
-    base = read(sweep_root, "base", "ifeval")
-    fixed = read(sweep_root, "sft_fixed", "ifeval")
-    row = by_label(t, "fixed-harness SFT")
-    assert row["Δ prompt"] == diff_text(
-        scores(fixed, "prompt_level_strict"), scores(base, "prompt_level_strict")
-    )
-    w = scores(fixed, "n_instructions")
-    assert row["Δ instr."] == diff_text(
-        scores(fixed, "instruction_level_strict"),
-        scores(base, "instruction_level_strict"),
-        w,
-    )
-    assert (row["paper Δ prompt"], row["paper Δ instr."]) == ("−7.7", "−5.3")
-    opd = by_label(t, "OPD after fixed")
-    fixed_opd = read(sweep_root, "sft_fixed_opd", "ifeval")
-    assert opd["Δ prompt"] == diff_text(
-        scores(fixed_opd, "prompt_level_strict"), scores(fixed, "prompt_level_strict")
-    )
-    assert opd["paper Δ prompt"] == "+8.5"
-    assert by_label(t, "OPD after HSA")["paper Δ prompt"] == "+0.2"
-    assert by_label(t, "HAT")["paper Δ prompt"] == "+2.0"
-    assert by_label(t, "base")["Δ prompt"] == "–"
+def test_paired_table_hsa_vs_fixed_overall_and_per_family(sweep_root, tables):
+    t = tables["paired"]
+    hsa, fixed = read(sweep_root, "sft_hsa", "t2"), read(sweep_root, "sft_fixed", "t2")
+    label = "HSA-SFT − fixed-harness SFT"
+    for cases, tags in [("all", {})] + [
+        (f"family {f}", {"family": f}) for f in FAMILIES
+    ]:
+        a, b = common(hsa, fixed, "success", **tags)
+        got = row(t, comparison=label, cases=cases)
+        assert got["n"] == str(len(a))
+        assert got["first run"] == level_text(a)
+        assert got["second run"] == level_text(b)
+        assert got["difference"] == diff_text(a, b)
+    a, b = common(hsa, fixed, "success")
+    assert len(a) == FIXED_T2 < N  # only the cases fixed-harness SFT answered
+    unpaired = np.mean(scores(hsa, "success")) - np.mean(scores(fixed, "success"))
+    assert np.mean(a) - np.mean(b) != pytest.approx(unpaired)
 
 
-def test_ablation_table_paired_differences(sweep_root, tables):
-    t = tables["ablation"]
-    ref = read(sweep_root, "sft_hsa", "t2")
-    tools = read(sweep_root, "abl_tools", "t2")
-    row = by_label(t, "tool schemas")
-    assert row["Δ T2 [95 % CI]"] == diff_text(
-        scores(tools, "accuracy"), scores(ref, "accuracy")
+def test_paired_table_rl_base_and_paper(sweep_root, tables):
+    t = tables["paired"]
+    rl = "HSA-RL: HAT − (HSA-SFT + OPD)"
+    for suite in ("t1", "t2"):
+        a, b = common(
+            read(sweep_root, "hat", suite),
+            read(sweep_root, "sft_hsa_opd", suite),
+            "success",
+        )
+        assert row(t, comparison=rl, suite=suite.upper())["difference"] == diff_text(
+            a, b
+        )
+    assert row(t, comparison=rl, suite="T3")["difference"] == "–"  # HAT has no T3
+    assert row(t, comparison="HAT − base", suite="T1")["paper"] == "+14.5"
+    assert row(t, comparison="HAT − base", suite="T2")["paper"] == "+19.2"
+    pr = row(t, comparison="fixed-harness SFT − base", suite="T3 PR")
+    a, b = common(
+        read(sweep_root, "sft_fixed", "t3"),
+        read(sweep_root, "base", "t3"),
+        "success",
+        **PR,
     )
-    assert row["T2 acc."] == pm_text(scores(tools, "accuracy"))
-    t1 = diff_text(
-        scores(read(sweep_root, "abl_hooks", "t1"), "accuracy"),
-        scores(read(sweep_root, "sft_hsa", "t1"), "accuracy"),
-    )
-    assert by_label(t, "hook behaviour")["Δ T1 [95 % CI]"] == t1
-    full = by_label(t, "none (HSA-SFT)")
-    assert full["T2 acc."] == pm_text(scores(ref, "accuracy"))
-    # the running run and the never-started one are rows "not done"
-    for label in ("system-prompt structure", "skill identifiers", "skill content"):
-        row = by_label(t, label)
-        assert row["left out"].endswith("(not done)")
-        assert row["Δ T2 [95 % CI]"] == "–"
+    assert pr["difference"] == diff_text(a, b) and pr["paper"] == "−4.6"
 
 
-def test_edit_table_error_reduction(sweep_root, tables):
-    t = tables["edit"]
-    recs = read(sweep_root, "hat", "edit")
-    before = np.array(
-        [1 - r["scores"]["accuracy"] for r in recs if r["tags"]["edit"] == "before"]
-    )
-    after = np.array(
-        [1 - r["scores"]["accuracy"] for r in recs if r["tags"]["edit"] == "after"]
-    )
-    value = (before.mean() - after.mean()) / before.mean()
+CELL = re.compile(r"^([−+]\d+\.\d) \[([−+]\d+\.\d), ([−+]\d+\.\d)\]( \*)?$")
 
-    def red(b, a):
-        return (b.mean(-1) - a.mean(-1)) / b.mean(-1)
 
-    lo, hi = boot(red, before, after)
-    row = by_label(t, "HAT")
-    assert row["reduction [95 % CI]"] == (
-        f"{100 * value:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
-    )
-    assert row["error before"] == pm_text(before)
-    assert row["n questions"] == "40"
-    assert row["paper"] == "51.7"
-    assert by_label(t, "fixed-harness SFT")["paper"] == "18.1"
-    assert by_label(t, "HSA-SFT + OPD")["paper"] == "–"
-    assert "-" not in by_label(t, "base")["reduction [95 % CI]"]  # − signs
+def test_marks_follow_the_intervals(tables):
+    """A difference is marked iff its printed interval leaves out 0, and each
+    decision table holds both kinds."""
+    seen = {}
+    for name in ("paired", "ifeval", "ablation"):
+        marks = []
+        for r in tables[name].rows:
+            for cell in r or []:
+                if m := CELL.match(cell):
+                    lo, hi = (float(x.replace("−", "-")) for x in m.group(2, 3))
+                    marks.append(bool(m.group(4)))
+                    assert marks[-1] == (lo > 0 or hi < 0) or 0.0 in (lo, hi), cell
+        seen[name] = set(marks)
+    assert seen == {n: {True, False} for n in seen}
+
+
+def test_same_records_give_the_same_tables(make_sweep, tables, tmp_path):
+    again = load_sweep(make_sweep(tmp_path))
+    for name, t in tables.items():
+        u = get(name)(again)
+        assert (u.to_markdown(), u.to_latex()) == (t.to_markdown(), t.to_latex())
 
 
 def test_skipped_runs_are_named(sweep, tables):

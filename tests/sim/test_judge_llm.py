@@ -9,7 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from sim.judge_labels import labelled_agreement, load_labels
-from sim.judge_llm import Endpoint, LLMJudge, agreement, cohen_kappa, vote
+from sim.judge_llm import (
+    Endpoint,
+    LLMJudge,
+    agreement,
+    cohen_kappa,
+    success_from_votes,
+    vote,
+)
 from sim.judge_prompt import extract_json, judge_messages, parse_verdict
 from sim.rewards import REWARDS, Score
 
@@ -113,6 +120,7 @@ def test_three_endpoints_vote_majority_and_median(stub):
         "effectiveness": 0.5,
         "tool_rationality": 0.75,
         "skill_selection": 1.0,
+        "success": 0.0,  # effectiveness 0.5
     }
     assert "votes [1.0, 0.0, 1.0]" in v.scores["accuracy"].rationale
     assert sorted(s.counts.items()) == [("/a", 1), ("/b", 1), ("/c", 1)]
@@ -274,5 +282,27 @@ def test_llm_judge_agreement_on_the_labelled_set(stub):
     assert report["accuracy"]["agreement"] == 0.0
     assert report["accuracy"]["kappa"] < 0
     assert report["effectiveness"]["agreement"] == 1.0
-    assert len(report["mismatches"]) == len(CASES)
+    wrong = [m for m in report["mismatches"] if m[1] == "accuracy"]
+    assert len(wrong) == len(CASES)
+    # success follows the (wrong) accuracy votes wherever the rest would pass
+    flips = [m[0] for m in report["mismatches"] if m[1] == "success"]
+
+    def passes_but_accuracy(e):
+        rest = e["effectiveness"] == e["skill_selection"] == 1
+        return rest and e["tool_rationality"] > 0.5
+
+    want = [c.id for c in CASES if passes_but_accuracy(c.expect)]
+    assert flips == want and len(want) > 10
     assert report["vs_rule_judge"]["accuracy"]["agreement"] == 0.0
+
+
+def test_success_from_votes_is_the_rule_judges_definition():
+    def scores(acc, eff, tool, skill):
+        vals = dict(zip(REWARDS, (acc, eff, tool, skill)))
+        return {k: Score(v) for k, v in vals.items()}
+
+    assert success_from_votes(scores(1, 1, 1, 1)).value == 1.0
+    assert success_from_votes(scores(1, 1, 0.75, 1)).value == 1.0  # one redundancy
+    for bad in [(0, 1, 1, 1), (1, 0.5, 1, 1), (1, 1, 0.5, 1), (1, 1, 1, 0.5)]:
+        assert success_from_votes(scores(*bad)).value == 0.0, bad
+    assert math.isnan(success_from_votes(scores(1, math.nan, 1, 1)).value)

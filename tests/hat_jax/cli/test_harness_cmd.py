@@ -71,3 +71,11 @@ def test_plugs_into_hat_main(monkeypatch, capsys):
     monkeypatch.setitem(main.COMMANDS, "harness", harness_cmd)
     assert main.main(["harness", "validate", "taolive_v2"]) == 0
     assert capsys.readouterr().out.startswith("OK taolive@2.0")
+
+
+def test_render_compact(capsys):
+    assert run("render", "taolive_v2", "--format", "compact") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Who you are\nYou are Xiaotao") and "<tools>" not in out
+    assert "\ncheck_stock(link_id: int>=1, sku?: str) - Check stock" in out
+    assert "\nquery_item(item: {link_id: int>=1, fields?: [" in out

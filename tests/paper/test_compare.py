@@ -1,0 +1,66 @@
+"""Paired differences over shared case ids, per-case means, and the " *" mark."""
+
+import numpy as np
+import pytest
+
+from hat_jax.eval.stats import wilson_ci
+from paper.compare import level, paired
+from paper.render import MARK, Table, ci, diff
+from paper.render import level as level_cell
+from paper.results import Stat
+
+
+def recs(values, ids, tags=None):
+    return [
+        {"id": f"c{i}", "tags": dict(tags or {}), "scores": {"success": float(v)}}
+        for i, v in zip(ids, values)
+    ]
+
+
+def test_paired_difference_uses_only_the_common_ids():
+    a = recs([1, 1, 0, 0], range(0, 4))
+    b = recs([1, 1, 1, 1], range(2, 6))
+    sa, sb, d = paired(a, b, "success")
+    assert (d.mean, d.n) == (-1.0, 2)  # cases c2, c3: 0 - 1
+    assert (sa.mean, sb.mean) == (0.0, 1.0)  # each run over the shared cases
+    unpaired = np.mean([1, 1, 0, 0]) - np.mean([1, 1, 1, 1])
+    assert d.mean != unpaired == -0.5
+    assert paired(a, recs([1], [9]), "success") is None  # nothing shared
+
+
+def test_paired_interval_is_a_brute_force_paired_bootstrap():
+    rng = np.random.default_rng(3)
+    va, vb = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+    a = recs(va, range(50))
+    b = recs(vb[::-1], range(49, 9, -1))[::-1]  # ids 10..49, another order
+    _, _, d = paired(a, b, "success")
+    xa, xb = va[10:].astype(float), vb[10:].astype(float)  # in a's order
+    idx = np.random.default_rng(0).integers(0, 40, size=(1000, 40))
+    want = np.percentile(xa[idx].mean(1) - xb[idx].mean(1), [2.5, 97.5])
+    assert d.n == 40 and d.mean == pytest.approx(xa.mean() - xb.mean())
+    assert (d.lo, d.hi) == pytest.approx(tuple(want), abs=1e-12)
+
+
+def test_level_of_a_subset_and_of_graded_scores():
+    r = recs([1, 0, 1, 1], range(4), {"family": "f"}) + recs([0, 0], [7, 8])
+    s = level(r, "success", {"family": "f"})
+    assert (s.mean, s.n) == (0.75, 4)
+    assert (s.lo, s.hi) == pytest.approx(wilson_ci(3, 4))
+    assert level(r, "accuracy") is None  # no record holds it
+    g = [{"id": "x", "tags": {}, "scores": {"effectiveness": v}} for v in (0.5, 1)]
+    s = level(g, "effectiveness")  # not 0/1: the bootstrap
+    assert s.mean == 0.75 and (s.lo, s.hi) == (0.5, 1.0)
+
+
+def test_a_difference_is_marked_when_its_interval_excludes_zero():
+    assert diff(Stat(0.1, 0.02, 0.2, 40)).endswith(f" {MARK}")
+    assert diff(Stat(-0.1, -0.2, -0.01, 40)).endswith(f" {MARK}")
+    assert not diff(Stat(0.1, -0.01, 0.2, 40)).endswith(MARK)
+    assert not diff(Stat(0.25, 0.0, 0.5, 20)).endswith(MARK)  # touches 0
+    assert diff(Stat(0.02)) == "+2.0"  # no interval: no claim either way
+    assert ci(Stat(0.5, 0.1, 0.8), mark=True) == "50.0 [10.0, 80.0] *"
+    assert ci(Stat(0.5, 0.1, 0.8)) == "50.0 [10.0, 80.0]"
+    assert level_cell(Stat(0.5, 0.1, 0.8, 36), 40) == "50.0 [10.0, 80.0] (n=36)"
+    md = Table("t", "T", "c", ["a", "b"], [["x", diff(Stat(0.1, 0.02, 0.2))]])
+    assert r"[+2.0, +20.0] \*" in md.to_markdown()  # not read as emphasis
+    assert "[+2.0, +20.0] *" in md.to_latex()
