@@ -38,14 +38,23 @@ bench: $(STAMP) assets
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4
 
-# The paper's tables at tiny scale from nothing (issue 7): the whole HAT sweep
-# (experiments/configs/hat_tiny.py) into runs/hat_tiny, then tables and figures
-# into paper/out. Interrupt and rerun: finished steps are kept. Tables are made
-# from the finished runs even when one failed; the exit code says it failed.
-.PHONY: reproduce
+# The paper's tables at tiny scale from nothing (issues 7, 16): the main runs of
+# the HAT sweep (experiments/configs/hat_tiny.py: base, fixed SFT, HSA-SFT, both
+# + OPD, HAT with the latency replay) into runs/hat_tiny, then tables and figures
+# into paper/out and the results file docs/results/hat_tiny.md. Interrupt and
+# rerun: finished steps are kept. Tables are made from the finished runs even
+# when one failed; the exit code says it failed. `make reproduce-ablation` adds
+# the five HSA-dimension ablation runs (each an HSA-SFT without one dimension's
+# families, and its evaluation) to the same root.
+MAIN_RUNS := base,fixed_sft,hsa_sft,fixed_sft_opd,hsa_sft_opd,hat
+SWEEP := $(BIN)/hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
+PAPER := $(BIN)/hat paper runs/hat_tiny --out paper/out --results docs/results/hat_tiny.md
+.PHONY: reproduce reproduce-ablation
 reproduce: $(STAMP) assets
-	$(BIN)/hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny; \
-	rc=$$?; $(BIN)/hat paper runs/hat_tiny --out paper/out && exit $$rc
+	$(SWEEP) --only $(MAIN_RUNS); rc=$$?; $(PAPER) && exit $$rc
+
+reproduce-ablation: $(STAMP) assets
+	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -58,6 +58,11 @@ _BAN = ("add_banned_phrases", {"n": C(1, 2, 3)})
 _PARA = ("paraphrase_skills", {"p": U(0.3, 0.9)})
 _RESTYLE = "restyle_skills"
 _REORDER_RULES = ("reorder_skill_rules", {"numbered": C(False, True)})
+# Held-out reshapes touch every tool, so the call a case needs is reshaped too
+# (a v1-shaped call fails); flatten_args (train only) undoes nesting and changes
+# nothing of v1's flat tools.
+_NEST_ALL = ("nest_args", {"frac": C(1.0)})
+_RENAME_ALL_PARAMS = ("rename_params", {"frac": C(1.0)})
 
 TRAIN_FAMILIES: dict[str, tuple[Slot, ...]] = {
     "tool_renames": (
@@ -101,7 +106,8 @@ HELDOUT_FAMILIES: dict[str, tuple[Slot, ...]] = {
         slot(0.6, "rename_params"),
     ),
     "reshaped_rewritten": (
-        slot(1.0, "nest_args", "flatten_args", "enum_spelling"),
+        slot(1.0, _NEST_ALL),
+        slot(0.5, "enum_spelling"),
         slot(1.0, _PARA, _RESTYLE, _REORDER_RULES),
         slot(1.0, "sign_off_skills"),
         slot(0.5, "reorder_properties"),
@@ -114,7 +120,7 @@ HELDOUT_FAMILIES: dict[str, tuple[Slot, ...]] = {
         slot(0.4, "add_distractor_tools"),
     ),
     "everything": (
-        slot(1.0, "rename_tools", "rename_params", "nest_args", "enum_spelling"),
+        slot(1.0, "rename_tools", _RENAME_ALL_PARAMS, _NEST_ALL, "enum_spelling"),
         slot(1.0, "rename_skills"),
         slot(1.0, _PARA, _RESTYLE, _REORDER_RULES),
         slot(1.0, "format", "reorder_sections", "retitle_sections"),

@@ -7,9 +7,11 @@ all in one ``run_turns`` batch. With ``rollout.hsa``, each rollout draws (from
 harness (``augment.apply_spec(base, None, spec, seed)``, spec from
 ``rollout.hsa_family``) and is bound to the simulator through
 ``canonical_mapping(base).compose(hsa_mapping)``, so one group mixes harnesses.
-The four judges of ``sim.rewards.judge_all`` give the rewards; the trajectories
-become Episodes (``hat_jax.train.rl_batch``) and one jitted ``rl_train_step``
-updates the policy; the sampler then gets the new params.
+The judges of ``sim.rewards.judge_all`` give the four rewards and ``success``
+(logged as ``rl/success``, with ``rl/equal_reward_groups``: the groups that
+teach nothing, every rollout rewarded alike); the trajectories become Episodes
+(``hat_jax.train.rl_batch``) and one jitted ``rl_train_step`` updates the policy;
+the sampler then gets the new params.
 
 ``evaluate`` is greedy decoding on a fixed held-out set (``eval.split``, the base
 harness): the mean of each reward and their mean (``eval/reward``) go to
@@ -235,10 +237,35 @@ def make_batch(cfg, episodes: Sequence[Episode], pad_id: int) -> dict:
     )
 
 
+def group_metrics(
+    rewards: Sequence[dict[str, float]], groups: Sequence[int], names: Sequence[str]
+) -> dict[str, float]:
+    """Shares over one step's rollouts (their training rewards, after shaping).
+
+    ``rl/equal_reward_groups``: the groups in which every rollout earned the same
+    value of every reward in ``names``, so that no rollout of the group has an
+    advantage to learn from (but a length penalty's); ``rl/success``: the mean
+    ``success`` score.
+    """
+    by_group: dict[int, list[dict[str, float]]] = {}
+    for r, g in zip(rewards, groups, strict=True):
+        by_group.setdefault(g, []).append(r)
+    equal = [
+        all(len({r[k] for r in rs}) == 1 for k in names) for rs in by_group.values()
+    ]
+    return {
+        "rl/equal_reward_groups": float(np.mean(equal)),
+        "rl/success": float(np.mean([r[SUCCESS] for r in rewards])),
+    }
+
+
 def rollout_metrics(cfg, episodes, trajs, specs: int) -> dict[str, float]:
     """Host-side metrics of one step's rollouts."""
     max_len = int(cfg.rl.max_len)
+    rewards = [e.rewards for e in episodes]
+    groups = [e.group for e in episodes]
     return {
+        **group_metrics(rewards, groups, cfg.rl.reward_names),
         "rl/mismatch_runs": float(sum(e.mismatches for e in episodes)),
         "rl/hsa_share": specs / len(trajs),
         "rl/status_ok": float(np.mean([t.status == "ok" for t in trajs])),

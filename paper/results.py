@@ -4,13 +4,16 @@ The layout (written by the sweep driver)::
 
     ROOT/sweep.json                 {"config", "arg", "scale", "runs": [name, ...]}
     ROOT/<run>/config.json          resolved config, with "meta" (name, row, group,
-                                    sft, opd, rl, leave_out, scale)
+                                    sft, opd, rl, leave_out, scale) and
+                                    "step_folders" {step: folder, relative to ROOT}
     ROOT/<run>/run.json             {"status", "seconds", "stages": {stage: {"path",
                                     "seconds"}}}; stage paths are absolute or
                                     relative to ROOT
     ROOT/<run>/eval/summary.json    `hat eval run`'s summary
     ROOT/<run>/eval/<suite>/records.jsonl
     <stage workdir>/metrics.jsonl
+    ROOT/_steps/<step>-<hash>/done.json   {"step", "kind", "seconds", "finished",
+                                    "spec", "info"} (paper.tables.steps)
 
 Only runs whose status is "done" are loaded; the others are listed in
 ``Sweep.skipped`` with the reason. A missing suite, metric or file reads as
@@ -141,6 +144,15 @@ class Run:
                 out[stage] = p if p.is_absolute() else self.root / p
         return out
 
+    def step_folders(self) -> dict[str, Path]:
+        """Step name -> its folder, in pipeline order (config.json's
+        ``step_folders``; without them, the stage workdirs)."""
+        folders = self.config.get("step_folders") or {}
+        if not folders:
+            return self.stages()
+        paths = {name: Path(p) for name, p in folders.items()}
+        return {n: p if p.is_absolute() else self.root / p for n, p in paths.items()}
+
     def stage_metrics(self, stage: str) -> list[dict]:
         """The rows of a stage's ``metrics.jsonl`` (empty when absent)."""
         path = self.stages().get(stage)
@@ -228,14 +240,14 @@ def _read_json(path: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-def load_run(root: Path, name: str) -> tuple[Run | None, str]:
-    """A run, or None and why it is skipped."""
+def load_run(root: Path, name: str, done_only: bool = True) -> tuple[Run | None, str]:
+    """A run (with ``done_only``, a done one), or None and why it is skipped."""
     path = root / name
     info = _read_json(path / "run.json")
     if info is None:
         return None, "no run.json"
     status = info.get("status", "unknown")
-    if status != DONE:
+    if status != DONE and done_only:
         return None, f"status {status}"
     config = _read_json(path / "config.json") or {}
     summary = _read_json(path / "eval" / "summary.json")

@@ -30,8 +30,11 @@ class Job:
         return self.message.t
 
 
-def trace_jobs(trace: Trace, path: str = "<trace>") -> list[Job]:
-    """The trace's messages as :class:`Job` records, in arrival order.
+def trace_jobs(
+    trace: Trace, path: str = "<trace>", *, prompt_format: str | None = None
+) -> list[Job]:
+    """The trace's messages as :class:`Job` records, in arrival order
+    (``prompt_format``: every session's harness rendered in it; None: its own).
 
     Raises:
       TraceError: a message's case is unknown to the simulator, or its text
@@ -49,7 +52,8 @@ def trace_jobs(trace: Trace, path: str = "<trace>") -> list[Job]:
     bindings = {}
     for s in trace.sessions:
         if s.harness not in bindings:
-            bindings[s.harness] = bind(load_harness(s.harness))
+            harness = load_harness(s.harness).in_format(prompt_format)
+            bindings[s.harness] = bind(harness)
     jobs = []
     for i, m in enumerate(trace.messages):
         case = by_id.get(m.case)

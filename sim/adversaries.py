@@ -5,8 +5,9 @@ same way) that deviates from the gold in one way a weak model might:
 
 - :class:`ConstantReply`: one plausible lookup (the product tool for the asked
   or featured link), ``load_skill`` of the product-question reply skill, then
-  the same sentence for every message; ``route=True`` does the oracle's tool
-  calls and skill loads and only replaces the reply.
+  the same sentence for every message (or one per language: a mapping
+  ``{"zh": ..., "en": ...}``); ``route=True`` does the oracle's tool calls and
+  skill loads and only replaces the reply.
 - :class:`WrongNumbers`: the oracle's turn with every number in the reply moved
   by one (``3号链接`` -> ``4号链接``, ``¥99`` -> ``¥100``).
 - :class:`Memoriser`: the oracle of one fixed harness (``taolive_v1``) whatever
@@ -20,7 +21,7 @@ test_gaming.py`` bounds what each scores through the real suites.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hat_jax.harness import Harness, load_harness
@@ -35,16 +36,21 @@ _DIGITS = re.compile(r"\d+")
 class ConstantReply(OraclePolicy):
     """Answers every message with ``sentence`` (module docstring)."""
 
-    def __init__(self, cases, bindings, sentence: str, *, route: bool = False):
+    def __init__(
+        self, cases, bindings, sentence: str | Mapping[str, str], *, route=False
+    ):
         super().__init__(cases, bindings, reasoning=False)
         self.sentence, self.route = sentence, route
 
     def next_message(self, messages, case: Case, binding: Binding) -> dict[str, Any]:
+        said = self.sentence
+        if isinstance(said, Mapping):
+            said = said[case.message.lang]
         if self.route:
             out = super().next_message(messages, case, binding)
             if out.get("tool_calls"):
                 return out
-            return _assistant(content=self.sentence)
+            return _assistant(content=said)
         steps = _read(messages).steps
         if steps == 0:
             args = role_arguments("product_info", case.message, case.snapshot)
@@ -52,7 +58,7 @@ class ConstantReply(OraclePolicy):
             return _assistant([binding.forward(call)])
         if steps == 1:
             return _assistant(_load([binding.reply_skills["product_question"]]))
-        return _assistant(content=self.sentence)
+        return _assistant(content=said)
 
 
 def shift_numbers(text: str) -> str:

@@ -27,11 +27,12 @@ Effectiveness (0 / 0.5 / 1) = clip(content - STYLE_PENALTY * style faults):
     product_question  1 if the asked attribute's fact appears (see ``answered``)
     purchase_intent   (how to buy + persuasion) / 2: how to buy = the link number
                       or cart/order words; persuasion = the current price, a
-                      coupon or flash number, or deal words (券, coupon, ...)
-    after_sales       1 for the asked topic's fact: a damaged or wrong item, a
-                      customer-service pointer; a refund or return, a refund /
-                      return fact; shipping, a shipping fact (a service pointer
-                      only when the shipping result has no dispatch time)
+                      coupon or flash number (words alone do not persuade)
+    after_sales       1 for the asked topic's own fact: a damaged or wrong item,
+                      a customer-service pointer; a refund, the refund time; a
+                      return, the return window; a region, its extra days or
+                      fee (or that it is not served); else the dispatch time (a
+                      service pointer only when none is known)
     multi_intent      (first part + second part) / 2, each 0 or 1 (a purchase
                       part counts with either how-to-buy or persuasion, a
                       small-talk part needs a greeting or thanks)
@@ -55,6 +56,8 @@ Effectiveness (0 / 0.5 / 1) = clip(content - STYLE_PENALTY * style faults):
 
 from __future__ import annotations
 
+import json
+
 from hat_jax.harness import Trajectory
 from hat_jax.harness.hooks import unsupported_numbers
 from sim import judge_facts as jf
@@ -69,12 +72,9 @@ BUY_WORDS = (
     "小黄车", "购物车", "链接", "下单", "拍下", "直接拍", "去拍", "cart", "link",
     "order", "checkout", "tap", "buy",
 )  # fmt: skip
-DEAL_WORDS = (
-    "券", "优惠", "秒杀", "活动价", "直播价", "到手", "立减", "满减", "省", "coupon",
-    "deal", "discount", "flash sale", "campaign price", "save", "off",
-)  # fmt: skip
 SERVICE_WORDS = ("客服", "我的订单", "customer service", "my orders", "support")
-IN_STOCK = ("有货", "还有", "现货", "库存", "in stock", "available", "left")
+NO_SHIP = ("不发货", "暂时不发", "don't ship", "do not ship", "can't ship")
+IN_STOCK = ("有货", "还有", "现货", "in stock", "available", "left")
 SOLD_OUT = ("售罄", "没货", "卖完", "无货", "sold out", "out of stock")
 NO_DEAL = ("没有优惠", "暂时没有", "没有券", "no coupon", "no deal", "no promotion")
 WAIT_WORDS = (
@@ -84,9 +84,12 @@ WAIT_WORDS = (
 DECLINE_WORDS = (  # a refusal, or a redirect to what the host can help with
     "没法", "不能", "不可以", "不方便", "做不到", "只能", "建议咨询", "商品问题",
     "can't", "cannot", "sorry", "unable", "won't", "can only", "consult",
-    "about the products", "about our products",
+    "about the products", "about our products", "只聊", "不敢", "stick to",
 )  # fmt: skip
-HOST_WORDS = ("数字主播", "数字人", "虚拟主播", "digital host", "digital", "virtual")
+HOST_WORDS = (
+    "数字主播", "数字人", "虚拟主播", "AI主播", "digital host", "digital", "virtual",
+    "AI host", "an AI",
+)  # fmt: skip
 GREETING = (
     "欢迎", "谢谢", "感谢", "你好", "哈哈", "么么", "welcome", "thanks", "thank",
     "hello", "hi", "glad",
@@ -133,7 +136,7 @@ def accuracy(
     if jf.about_shipping(msg):
         texts += jf.policy_facts(snapshot)
     texts += jf.result_facts(traj, binding, links)
-    if snapshot.campaign:
+    if snapshot.campaign and binding.campaign:  # the tools return it only then
         texts += sorted(campaign_numbers())
     texts.append(msg.viewer)  # a nickname greeted by name ("tb0012345")
     if msg.intent not in jf.ADVERSARIAL:
@@ -158,8 +161,10 @@ def answered(
     """Whether the reply states the asked attribute's fact, and which.
 
     price: the current price; stock: the units left (or a stock result's
-    number) or in-stock / sold-out words matching the room; promotion: a coupon
-    or flash number (or "no deal" words when there is none); shipping: a ship /
+    number), or in-stock / sold-out words matching the room that name the
+    asked link or size;
+    promotion: a coupon or flash number (or "no deal" words when there is
+    none); shipping: a ship /
     return / free-shipping number or a shipping result's number; other
     attributes: a phrase or number from the product's attribute entries (a
     product without that attribute: any reply counts).
@@ -176,9 +181,12 @@ def answered(
         left = snapshot.stock.get(link, p.stock)
         results = jf.result_facts(traj, binding, {link}, ["stock"])
         nums = {jf.num(left)} | jf.support(results)
-        words = IN_STOCK if left > 0 else SOLD_OUT
-        ok = bool(said & nums) or jf.any_phrase(reply, words)
-        return ok, f"stock {left}"
+        # the number left, or in-stock / sold-out words that match the room and
+        # name the asked link or size (a bare "in stock" answers any message)
+        out = left <= 0 or any('"sku_units_left": 0' in r for r in results)
+        named = jf.without_link(reply, link) != reply or jf.has_phrase(reply, msg.sku)
+        words = jf.any_phrase(reply, SOLD_OUT if out else IN_STOCK)
+        return bool(said & nums) or (named and words), f"stock {left}"
     if attribute == "promotion":
         texts = [f"{c.threshold} {c.off}" for c in p.coupons]
         texts += jf.coupon_facts(snapshot)
@@ -188,7 +196,7 @@ def answered(
             return jf.any_phrase(reply, NO_DEAL), "no promotion running"
         return bool(said & jf.support(texts)), "a coupon or flash-sale number"
     if attribute == "shipping":
-        return _after_sales(reply, traj, snapshot, msg, binding, service=False)
+        return _topic_fact(reply, traj, snapshot, msg, binding)
     phrases, nums = jf.attribute_facts(snapshot, link, attribute)
     if not phrases and not nums:
         return bool(reply), f"the product has no {attribute} facts"
@@ -196,28 +204,60 @@ def answered(
     return ok, f"{attribute} facts"
 
 
-def _after_sales(reply, traj, snapshot, msg, binding, service=True):
-    topic = after_sales_topic(msg) if service and msg.intent == "after_sales" else ""
+def _shipping_results(traj: Trajectory, binding: Binding) -> list[dict]:
+    out = []
+    for text in jf.result_facts(traj, binding, set(), ["shipping"]):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def _topic_fact(reply, traj, snapshot, msg, binding) -> tuple[bool, str]:
+    """An after-sales message's own topic (``sim.binding.after_sales_topic``):
+    damaged -> a customer-service pointer; refund -> the refund time; return
+    -> the return window; a region -> its extra days or fee (or that it is not
+    served); else the dispatch time or free-shipping threshold (a service
+    pointer when none is known). Also a product question about shipping."""
+    topic = after_sales_topic(msg)
     if topic == "damaged":
         ok = jf.any_phrase(reply, SERVICE_WORDS)
         return ok, "a customer-service pointer for a damaged or wrong item"
-    if topic is None and not msg.region:  # shipping: the dispatch time, if known
-        results = jf.result_facts(traj, binding, set(), ["shipping"])
-        service = not any('"dispatch_days"' in r for r in results)
-    elif topic:
-        service = False
-    link = target_link(msg, snapshot)
-    p = snapshot.catalog.product(link)
-    texts = jf.policy_facts(snapshot)
-    texts += jf.result_facts(traj, binding, {link}, ["shipping"])
-    if p is not None:
-        texts += [str(p.ships_in_days), str(p.free_shipping_over), str(p.return_days)]
-    said = jf.numbers(jf.without_link(reply, link))
-    phrases = [t for t in jf.policy_facts(snapshot) if len(t) <= 40]
-    phrases = [t for t in phrases if not jf.is_number(t)]
-    ok = bool(said & jf.support(texts)) or any(jf.has_phrase(reply, s) for s in phrases)
-    ok = ok or (service and jf.any_phrase(reply, SERVICE_WORDS))
-    return ok, "a shipping/return fact" + (" or customer service" if service else "")
+    docs = [snapshot.catalog.shipping_policy, *_shipping_results(traj, binding)]
+    p = snapshot.catalog.product(target_link(msg, snapshot))
+    if p is not None:  # the asked (or featured) product's own terms
+        docs.append({"return_days": p.return_days, "dispatch_days": p.ships_in_days})
+    said = jf.numbers(reply)
+
+    def states(*keys: str) -> bool | None:
+        have = [str(d[k]) for d in docs for k in keys if k in d]
+        return bool(said & jf.support(have)) if have else None
+
+    if topic in ("refund", "return"):
+        ok = states(f"{topic}_days")
+        if ok is not None:
+            return ok, f"the {topic} time"
+    if msg.region:
+        region = [d for d in docs[1:] if d.get("region") == msg.region]
+        if any(d.get("ships_to_region") is False for d in region):
+            return jf.any_phrase(reply, NO_SHIP), f"no shipping to {msg.region}"
+        remote = [
+            r
+            for r in snapshot.catalog.shipping_policy.get("remote_regions", ())
+            if msg.region in (r.get("region"), r.get("region_en"))
+        ]
+        ok = states("extra_days", "extra_fee") if region or remote else None
+        if remote or any("extra_days" in d for d in region):
+            nums = [str(r[k]) for r in remote for k in ("extra_days", "extra_fee")]
+            return bool(ok) or bool(said & jf.support(nums)), f"{msg.region}'s extras"
+    ok = states("dispatch_days", "free_shipping_over")
+    if ok is None:
+        service = jf.any_phrase(reply, SERVICE_WORDS)
+        return service, "customer service (no dispatch time)"
+    return ok, "the dispatch time or free-shipping threshold"
 
 
 def _purchase(reply: str, snapshot: RoomSnapshot, msg: ViewerMessage):
@@ -228,7 +268,7 @@ def _purchase(reply: str, snapshot: RoomSnapshot, msg: ViewerMessage):
     texts = [str(snapshot.price_now(link))] if p is not None else []
     texts += [f"{c.threshold} {c.off}" for c in (p.coupons if p else ())]
     texts += jf.coupon_facts(snapshot)
-    deal = bool(said & jf.support(texts)) or jf.any_phrase(reply, DEAL_WORDS)
+    deal = bool(said & jf.support(texts))  # a price or coupon number, not words
     return how, deal
 
 
@@ -238,7 +278,7 @@ def _part(reply, traj, snapshot, msg, binding, intent, attribute, whole=True):
     if intent == "product_question":
         ok, what = answered(reply, traj, snapshot, msg, binding, attribute)
     elif intent == "after_sales":
-        ok, what = _after_sales(reply, traj, snapshot, msg, binding)
+        ok, what = _topic_fact(reply, traj, snapshot, msg, binding)
     elif intent == "purchase_intent":
         how, deal = _purchase(reply, snapshot, msg)
         value = (how + deal) / 2 if whole else float(how or deal)

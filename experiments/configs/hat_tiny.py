@@ -1,14 +1,23 @@
 """The paper's runs at tiny scale: our own model and tokenizer, on 2 CPU cores.
 
-The world: a BPE tokenizer (vocab 2,048) trained on the world's text; a base
-stage that trains a miniature of the paper's Qwen3.6-35B-A3B from scratch on
-general data (IFEval-style instruction following, generic tool use, chit-chat):
-4 layers (3 Gated DeltaNet to 1 gated attention), hidden 128, 4 routed experts
-(top 2) and a shared expert, one MTP layer co-trained from the base stage on
-(`HYBRID`; DeltaNet head dims 64 and attention head_dim 32, what vLLM's CPU
-kernels take); then the paper's stages on simulator trajectories. Runs
-(`sweep`), each ending with an evaluation (t1, t2, t3, edit, ifeval; the first
-6 cases of each):
+Scale ``tiny`` (the default, what `make reproduce` runs): a BPE tokenizer
+(vocab 2,048) trained on the world's text; a base stage that trains the 4-layer
+miniature of the paper's Qwen3.6-35B-A3B (3 Gated DeltaNet : 1 gated attention,
+hidden 128, 4 routed experts top 2 + a shared expert, one co-trained MTP layer)
+from scratch on general data (IFEval-style instruction following, generic tool
+use, chit-chat); then the paper's stages on 200 gold simulator trajectories (and
+one HSA variant of each), markdown prompts and full tool results; 6 eval cases a
+suite. It runs in about 40 minutes and cannot separate the runs.
+
+Scale ``compact`` (issue 16, being sized): the harness rendered compact and
+compact tool results (a trajectory ~1,400 tokens instead of ~1,970), 2,000 gold
+trajectories, a dense 4-layer Qwen3 with a co-trained MTP head, SFT 300 steps x
+3 x 2,048, OPD 48 x 8 x 64 tokens, RL 8 steps x 4 tasks x 4 rollouts, and
+evaluation sets large enough to separate runs (T1 300, T2 300, T3 200, edit
+150 questions, real IFEval 541, the IFEval proxy 300). Its pilot and what it
+still lacks: docs/results/hat_tiny_pilot.md.
+
+Runs (`sweep`), each ending with an evaluation:
 
     base             the base stage alone
     fixed_sft        base -> fixed-harness SFT (gold trajectories only)
@@ -16,88 +25,33 @@ kernels take); then the paper's stages on simulator trajectories. Runs
     fixed_sft_opd    fixed_sft -> OPD (teacher: the base model)
     hsa_sft_opd      hsa_sft -> OPD
     hat              hsa_sft_opd -> HSA-RL (HAT); then a standalone MTP head
-                     fitted on it and the latency replay (`hat paper`'s
-                     latency table: MTP off, the co-trained head, the base
-                     stage's head, the standalone head)
+                     fitted on it and the latency replay (MTP off, the
+                     co-trained head, the base stage's head, the standalone head)
     wo_<dimension>   HSA-SFT without the train families of one HSA dimension
                      (tools, skill_ids, skill_content, prompt, hooks)
 
 Steps shared by runs (data, tokenizer, base, HSA-SFT, ...) are computed once
-(`experiments.driver`). Launch (`make reproduce` runs the first line)::
+(`experiments.driver`). Launch (`make reproduce` runs the main runs, `make
+reproduce-ablation` all of them)::
 
     hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
-    hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/t
+    hat run --config=experiments/configs/hat_tiny.py:scale=compact --run fixed_sft \
+        --root runs/pilot
     hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m
 
-Run time per step (fresh-clone `make reproduce` of commit 4c3117d, 2026-11-30,
-2 cores, nothing else heavy beside it; step folders' done.json):
+Time: the ``est`` seconds below are the progress display's per-step basis; the
+measured per-step times, losses, decision accuracies and every table of a
+finished sweep go to the generated ``docs/results/hat_tiny.md`` (`make
+reproduce`: `hat paper ROOT --results FILE`), not here.
 
-    world data 2.2 s, prompts 0.1 s, sim data 2.4 s, tokenizer 0.8 s,
-    each ablation's sim data 1.1-1.3 s
-    base: 128 steps x 4 x 1,024 tokens, MTP co-trained (weight 0.3)  177 s
-    SFT: 100 steps x 2 x 2,560 (one trajectory a row)  185-202 s (260 first)
-    OPD: 16 steps x 4 prompts x 48 new tokens                       15-53 s
-    HSA-RL: 2 steps x 1 task x 4 rollouts                              63 s
-    eval: 6 cases per suite (edit: 12), 96 new tokens               23-60 s
-    MTP head (hat only): 20 steps x 2 x 2,560, trunk frozen            44 s
-    replay (hat only): 16 messages, 4 heads x concurrency 1, 4, 8     121 s
+Other scales: ``dense``, the 2-layer Qwen3 world of before; ``micro`` /
+``micro_hybrid`` (seconds per step) for the driver's tests. HSA-RL draws its
+augmented harnesses from rl_tiny's ``rollout.hsa_family``.
 
-`make reproduce` in all: 2,393 s (39.9 min), venv and assets included (pip
-found its wheels in this machine's cache: about 70 s of it). Results
-(`paper/out/`): the SFT runs end at loss 1.30-1.43 (0.96 for fixed-harness
-SFT; the loss includes 0.3 x the MTP CE; token accuracy 0.80-0.85, MTP
-accuracy 0.77-0.81, mean of the last 20 steps); T1/T2 accuracy is 0 in every
-run and T3 0-17 %, IFEval P-strict 0 (base) and 17-33 % after SFT: the tables
-cannot separate the runs. The replay's MTP acceptance: co-trained head 0.857
-(mean accepted length 1.86), the base stage's head 0.345 (1.34), the
-standalone head 0.857; each is slower than MTP off here (0.37-0.85x decode
-tok/s): a 4-layer model on CPU pays about as much for a verify pass over 2
-tokens, with the DeltaNet states kept per prefix, as for a plain step.
-
-Scale ``dense`` is the world before (a 2-layer Qwen3, hidden 128; base 160
-and SFT 160 steps, a 30-step standalone head). Its run time per step, from the
-step folders' done.json of a fresh-clone `make reproduce` (2026-11-30, 2
-cores; tests of ours ran beside it for part of the time, so the slower figure
-of a range is the disturbed one; the first step of a kind compiles, later ones
-load the XLA cache in ROOT/_jax_cache):
-
-    world data 2.3 s, prompts 0.1 s, sim data (200 gold + 200 HSA) 2.3 s,
-    tokenizer 0.7 s, each ablation's sim data 1.1-1.7 s
-    base: 160 steps x 4 x 1,024 tokens (2,000 examples)              127 s
-    SFT: 160 steps x 2 x 2,560 (one sim trajectory a row, ~1,800 tokens;
-         longer ones keep their start)                     128-133 s (-208)
-    OPD: 16 steps x 4 prompts x 48 new tokens                     7-13 s
-    HSA-RL: 2 steps x 1 task x 4 rollouts                             47 s
-    eval: 6 cases per suite (edit: 12), 96 new tokens    88 s, then 24-47 s
-    MTP head (hat only): 30 steps x 2 x 2,560, trunk frozen           32 s
-    replay (hat only): 16 messages (Poisson, 0.5/s, 2 rooms), 40 new tokens
-        a call, concurrency 1, 4, 8; MTP off and the standalone head
-        (1 draft a step)                                              73 s
-
-`make reproduce` on a fresh clone of the dense world (2026-11-30), SIGTERM to
-its process group after 1,200 s (inside the 8th run's SFT; the sweep ignores
-SIGINT only when it runs in the background, as any job does) and run again:
-first 1,273 s, second 646 s (7 finished runs skipped, the interrupted SFT
-redone from its start: its first checkpoint was not yet written), 1,919 s (32
-min) in all, venv included. Results (6 cases a suite; `paper/out/main.md`): the
-SFT runs end at loss 0.56-0.84 (token accuracy 0.83-0.87, mean of the last 20
-steps) and write well-formed tool calls (T1 tool rationality 75 % in every
-run), but the 2-layer model answers every message with the same calls and one
-generic line (e.g. load item_qa, then "Link ¥10."), so T1/T2/T3 accuracy is
-0-50 % by which line a run collapsed to, with 95 % intervals as wide as the
-numbers: the tables cannot separate the runs. Before (48 x 4,096, lr 3e-3) the
-SFT runs ended at loss 1.6-2.0 with no working tool call at all.
-
-``micro`` (a 512-token vocabulary, a 1-layer model, 2
-steps per stage, 2 eval cases, a 4-message replay at concurrency 1 and 2
-of 4 new tokens a call) takes seconds per step and exists for
-the driver's test. HSA-RL draws its augmented harnesses from rl_tiny's one
-``rollout.hsa_family`` (tool_renames), not from every train family.
-
-Arguments (`:k=v,...`): scale (tiny|dense|micro|micro_hybrid), run (a run
-name above). ``micro_hybrid``: the hybrid at micro scale.
-Feeds the paper tables of `hat paper` (main results, IFEval drop and recovery,
-the HSA ablation, harness-edit error reduction, reply latency) at tiny scale.
+Arguments (`:k=v,...`): scale (tiny|compact|dense|micro|micro_hybrid), run (a
+run name above). Feeds the tables of `hat paper` (main results, paired
+differences, IFEval drop and recovery, the HSA ablation, harness-edit error
+reduction, latency) at tiny scale.
 """
 
 from __future__ import annotations
@@ -178,10 +132,34 @@ DENSE = _scale(
     est={"data": 4, "tok": 4, "base": 150, "sft": 140, "opd": 20, "rl": 50}
     | {"eval": 45, "mtp": 30, "replay": 150},
 )
+# The tiny world sized to learn (issue 16): the harness rendered compact and
+# compact tool results (about half the tokens of a trajectory), thousands of gold
+# trajectories, a dense 4-layer model with a co-trained MTP head, evaluation
+# sets large enough to separate runs.
+EVAL_LIMITS = {"t1": 300, "t2": 300, "t3": 200, "edit": 150, "ifeval": 541}
+EVAL_LIMITS |= {"ifeval_proxy": 300}
+COMPACT = _scale(
+    vocab=2048,
+    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
+    | {"extra": {"mtp_num_hidden_layers": 1}},
+    world={"base_n": 2000, "prompts_n": 400, "sim_n": 2000, "copies": 1}
+    | {"prompt_format": "compact", "compact_results": True},
+    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+    sft={"steps": 300, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    opd={"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
+    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": 96},
+    ev={"limit": EVAL_LIMITS, "max_new_tokens": 96, "batch_size": 64},
+    mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": 40},
+    est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
+    | {"eval": 2400, "mtp": 60, "replay": 150},
+)
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
-    # fewer steps to keep `make reproduce` within 45 minutes: base 128, SFT 100.
+    # fewer steps: base 128, SFT 100 (markdown prompt, full tool results, 200
+    # golds, 6 eval cases: `make reproduce` within 45 minutes).
     "tiny": DENSE
     | {
         "model": {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
@@ -191,6 +169,7 @@ SCALES = {
         "mtp": DENSE["mtp"] | {"arg": DENSE["mtp"]["arg"] | {"steps": 20}},
         "est": DENSE["est"] | {"base": 220, "sft": 180, "mtp": 40, "replay": 200},
     },
+    "compact": COMPACT,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

@@ -147,6 +147,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         }
     )
     c.train = ml_collections.ConfigDict(
-        {"steps": a.steps, "save_every": 50, "keep": 2, "log_every": 1}
+        {
+            "steps": a.steps,
+            "save_every": 50,
+            "keep": 2,
+            "log_every": 1,
+            # decision accuracy (hat_jax/train/decision_probe.py) every N steps on
+            # the first `decision_rows` training trajectories; 0 = off
+            "decision_every": 50,
+            "decision_rows": 8,
+        }
     )
     return c

@@ -27,7 +27,7 @@ DIMENSIONS = {
     "prompt": "prompt",
     "hooks": "hooks",
 }
-SUITES = "t1,t2,t3,edit,ifeval"
+SUITES = "t1,t2,t3,edit,ifeval,ifeval_proxy"
 # The latency replay's MTP rows: name -> (whose head drafts for the run's final
 # model: its own (co-trained through every stage), the base stage's (the head as
 # the base left it, before SFT and RL), or the standalone head fitted on the final
@@ -101,6 +101,17 @@ def _train(stage: str, st: dict, est: float, tokenizer: str, *overrides: str):
     }
 
 
+def _presentation(w: dict) -> dict:
+    """How the world shows the harness and tool results (``world`` keys
+    ``prompt_format``, ``compact_results``; absent: markdown, full results)."""
+    out = {}
+    if w.get("prompt_format"):
+        out["prompt_format"] = w["prompt_format"]
+    if w.get("compact_results"):
+        out["compact_results"] = True
+    return out
+
+
 def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
     return {
         "kind": "sim_data",
@@ -111,6 +122,7 @@ def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
         "families": families,
         "copies": w["copies"],
         "est_s": est,
+        **_presentation(w),
     }
 
 
@@ -173,9 +185,13 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
         )
         stages["opd"], last = "opd", "@opd"
     if spec.rl:
-        out["rl"] = _train("rl", s["rl"], est["rl"], tokenizer, f"init_from={last}")
+        rollout = [f"rollout.{k}={v}" for k, v in _presentation(w).items()]
+        out["rl"] = _train(
+            "rl", s["rl"], est["rl"], tokenizer, f"init_from={last}", *rollout
+        )
         stages["rl"], last = "rl", "@rl"
     out["eval"] = {"kind": "eval", "model": last, "suites": SUITES, **s["eval"]}
+    out["eval"] |= _presentation(w)
     out["eval"]["est_s"] = est["eval"]
     if spec.rl and s.get("replay"):
         out |= _latency_steps(s, last, tokenizer)
@@ -218,6 +234,7 @@ def _latency_steps(s: dict, model: str, tokenizer: str) -> dict[str, dict]:
         "max_new_tokens": r["max_new_tokens"],
         "heads": heads,
         "est_s": est["replay"],
+        **_presentation(s["world"]),
     }
     return {"mtp": mtp, "replay": replay}
 

@@ -35,7 +35,7 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from hat_jax.harness import load_harness
     from sim.datasets import generate, make_cases, summarize, write_dataset
 
-    harness = load_harness(p["harness"])
+    harness = load_harness(p["harness"]).in_format(p.get("prompt_format"))
     cases = make_cases(
         p.get("split", "train"),
         int(p["seed"]),
@@ -43,8 +43,14 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         messages_per_room=int(p.get("messages_per_room", 8)),
         harness_version=Path(p["harness"]).name,
     )
-    golds = generate(harness, cases, faults=float(p.get("fault_rate", 0.0)), seed=0)
-    trajs, failed = list(golds), 0
+    golds = generate(
+        harness,
+        cases,
+        faults=float(p.get("fault_rate", 0.0)),
+        seed=0,
+        compact_results=bool(p.get("compact_results", False)),
+    )
+    trajs, failed, per_family = list(golds), 0, {}
     families = list(p.get("families") or ())
     for k in range(int(p.get("copies", 1)) if families else 0):
         for j, family in enumerate(families):
@@ -56,10 +62,13 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             aug, bad = augment_all(harness, picked, seed=seed, family=family)
             failed += bad
             # A failed augmentation falls back to its gold: not a variant, drop it.
-            trajs += [t for t in aug if "problems" not in t.meta.get("hsa", {})]
+            ok = [t for t in aug if "problems" not in t.meta.get("hsa", {})]
+            per_family[family] = per_family.get(family, 0) + len(ok)
+            trajs += ok
     write_dataset(trajs, out / "data.jsonl")
     s = summarize(trajs)
-    return {"n": s["n"], "gold": len(golds), "hsa_failed": failed, "hsa": s["hsa"]}
+    info = {"n": s["n"], "gold": len(golds), "hsa_failed": failed, "hsa": s["hsa"]}
+    return info | {"hsa_families": per_family}  # the family weights, as drawn
 
 
 @register("world_base")
@@ -133,9 +142,16 @@ def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     parser = argparse.ArgumentParser()
     eval_cli.add_arguments(parser)
     argv = ["--model", p["model"], "--out", str(out), "--suite", p["suites"]]
-    for key in ("limit", "max_new_tokens", "batch_size", "seed", "harness"):
+    limit = p.get("limit")
+    if isinstance(limit, dict):  # per suite: {"t1": 300, ...}
+        limit = ",".join(f"{k}={v}" for k, v in limit.items())
+    if limit is not None:
+        argv += ["--limit", str(limit)]
+    for key in ("max_new_tokens", "batch_size", "seed", "harness", "prompt_format"):
         if p.get(key) is not None:
             argv += [f"--{key.replace('_', '-')}", str(p[key])]
+    if p.get("compact_results"):
+        argv.append("--compact-results")
     if not progress:
         argv.append("--no-progress")
     rc = eval_cli.run(parser.parse_args(argv))
@@ -159,7 +175,8 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     drafts instead of the model's own}}. A head with drafts whose model (or
     ``head`` donor) has no MTP head is skipped (recorded as such). A head whose
     ``replay.json`` exists is kept (`serving.replay` writes it last): an
-    interrupted step resumes with the next head.
+    interrupted step resumes with the next head. ``prompt_format`` and
+    ``compact_results``: how the world shows the harness and tool results.
     """
     import json
 
@@ -169,10 +186,14 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from serving.replay import ReplayOptions
     from serving.replay import replay as run_replay
     from serving.trace import make_trace, write_trace
+    from sim.tools import SimBackend
 
     trace = make_trace(**p["trace"])
     write_trace(trace, out / "trace.jsonl")
-    jobs = trace_jobs(trace, str(out / "trace.jsonl"))
+    jobs = trace_jobs(
+        trace, str(out / "trace.jsonl"), prompt_format=p.get("prompt_format")
+    )
+    tools = SimBackend(None, seed=0, compact=bool(p.get("compact_results", False)))
     levels = [int(c) for c in p["concurrency"]]
     heads: dict[str, dict[str, Any]] = {}
     loaded: dict[str, Any] = {}
@@ -202,7 +223,15 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             max_new_tokens=int(p["max_new_tokens"]), mtp_k=k, label=name
         )
         target = (model, tokenizer)
-        run_replay(jobs, "embedded", target, folder, concurrency=levels, opts=opts)
+        run_replay(
+            jobs,
+            "embedded",
+            target,
+            folder,
+            concurrency=levels,
+            opts=opts,
+            tool_backend=tools,
+        )
         heads[name]["status"] = "done"
     record = {**p, "trace_header": trace.header, "heads": heads}
     (out / "config.json").write_text(json.dumps(record, indent=1, default=str))

@@ -5,6 +5,7 @@
         state, m = step_fn(state, next(data), fold_in(state.rng, step))
         check_finite(m)                              # NaN/inf: raise, keep last ckpt
         log every log_every (metrics.jsonl, TensorBoard, tqdm); save every save_every
+        (every probe_every steps, probe(state)'s metrics are logged with the step's)
 
 `data` is any iterator with `position() -> dict` and `restore(dict)` (see
 `hat_jax.train.data.PackedBatches`); its position is saved in the checkpoint's
@@ -38,6 +39,8 @@ def train(
     tokens_per_batch: Callable[[Any], int] | None = None,
     on_step: Callable[[int, Any], None] | None = None,
     progress: bool = True,
+    probe: Callable[[Any], dict[str, float]] | None = None,
+    probe_every: int = 0,
 ) -> tuple[Any, dict[str, float]]:
     """Runs `cfg.train.steps` steps of `step_fn`, resuming from `workdir/ckpt`.
 
@@ -52,6 +55,8 @@ def train(
         of `batch["inputs"]`).
       on_step: called after each step (and its save) with `(step, state)`.
       progress: show a tqdm bar.
+      probe: extra metrics of the new state (e.g. decision accuracy), computed
+        every `probe_every` steps (and at the last) and logged with that step's.
 
     Returns:
       (final state, the last step's metrics as host floats).
@@ -88,6 +93,9 @@ def train(
                 metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
                 check_finite(step, metrics)
                 tokens += count(batch)
+                if probe is not None and probe_every > 0:
+                    if step % probe_every == 0 or step == steps:
+                        metrics |= probe(state)
                 if step % log_every == 0 or step == steps:
                     dt = max(time.perf_counter() - t0, 1e-9)
                     metrics["train/tokens_per_s"] = tokens / dt

@@ -294,6 +294,15 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
     else:
         state0, step_fn, batches = placed.state, placed.step, placed.feed(batches)
 
+    probe, every = None, int(cfg.train.get("decision_every", 0))
+    if every > 0 and placed is None and not cfg.get("mtp_only", False):
+        from hat_jax.train.decision_probe import DecisionProbe, probe_batch
+
+        rows = int(cfg.train.get("decision_rows", 8))
+        pb = probe_batch(
+            trajs, tokenizer, seq_len=int(cfg.seq_len), rows=rows, fmt=cfg.data.fmt
+        )
+        probe = DecisionProbe(graphdef, pb) if pb is not None else None
     state, last = train(
         cfg,
         workdir=workdir,
@@ -301,6 +310,8 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
         data=batches,
         step_fn=step_fn,
         tokens_per_batch=lambda b: int((b["segment_ids"] > 0).sum()),  # no padding
+        probe=probe,
+        probe_every=every,
         **train_kw,
     )
     return state, graphdef, last

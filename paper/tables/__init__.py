@@ -7,6 +7,7 @@ from paper.tables import (  # noqa: F401  (registers)
     latency,
     main,
     paired,
+    steps,
 )
 from paper.tables.registry import TABLES, get, register
 

@@ -77,3 +77,21 @@ def test_tiny_sweep_shares_its_prefix(tmp_path):
     opd = by["hat"]["opd"].spec["overrides"]
     assert "init_teacher_from=@base" in opd
     assert pipeline.references(by["hat"]["eval"].spec) == ("rl",)
+
+
+@pytest.mark.parametrize("scale", ["tiny", "compact", "micro"])
+def test_every_stage_schedule_follows_its_step_count(tmp_path, scale):
+    from experiments.driver.steps import stage_config
+
+    runs, _ = load_runs(f"{CONFIG_DIR / 'hat_tiny.py'}:scale={scale}", tmp_path)
+    seen = 0
+    for run in runs:
+        for step in run.by_name.values():
+            if step.spec["kind"] != "train":
+                continue
+            cfg = stage_config(step.spec)
+            inner = int(cfg.rl.inner_steps) if cfg.stage == "rl" else 1
+            assert cfg.optim.total_steps == cfg.train.steps * inner, step.name
+            assert cfg.optim.warmup_steps < cfg.optim.total_steps, step.name
+            seen += 1
+    assert seen >= 10

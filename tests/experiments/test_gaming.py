@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from experiments.suites import SuiteOptions, edit, get_suite
-from hat_jax.eval.records import RecordWriter, read_records
-from hat_jax.eval.runner import run_cases
 from hat_jax.harness import load_harness
 from sim.adversaries import ConstantReply, Memoriser, WrongNumbers, shift_numbers
 from sim.oracle import OraclePolicy
+from tests.experiments.suite_run import suite_records
 
 N_T1, N_T2, N_EDIT = 160, 160, 60
 CONSTANT = (
@@ -26,6 +25,16 @@ CONSTANT = (
     "It is ¥99 today, tap the cart to buy!",  # en, a digit
     "欢迎来到直播间，我是数字主播，谢谢支持，有商品问题找客服哦～",  # kitchen sink
 )
+# One kitchen-sink sentence per language (found by a red-team review): with the
+# oracle's routing it answers small talk, injections, forbidden claims and
+# damaged items, whose right answer is generic (~24 % of T1's mix), and nothing
+# that needs a fact.
+BILINGUAL = {
+    "zh": "欢迎来到直播间，我是数字主播，谢谢支持！点小黄车下单有优惠，还有货，"
+    "支持退货，新疆等地另算，其他商品问题找客服～",
+    "en": "Hi, thanks! I'm the digital host. Cart has a deal, in stock, region "
+    "decides returns. Sorry, ask customer service.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +55,8 @@ def policy(kind, **kw):
 
 def records(tmp_path, opts, name, n, policy_for):
     suite = get_suite(name)
-    cases = suite.build(opts, n)
     path = tmp_path / f"{name}-{len(list(tmp_path.iterdir()))}.jsonl"
-    with RecordWriter(path) as w:
-        run_cases(
-            name,
-            cases,
-            policy_for=policy_for,
-            rollout=suite.rollout(opts),
-            judge=suite.judge,
-            writer=w,
-            batch_size=32,
-            progress=False,
-        )
-    recs = read_records(path)
-    assert len(recs) == len(cases)
-    return recs
+    return suite_records(path, suite, opts, suite.build(opts, n), policy_for)
 
 
 def mean(recs, metric="success", **tags):
@@ -87,6 +82,14 @@ def test_a_constant_reply_cannot_succeed_but_is_accurate(tmp_path, opts, sentenc
     # even with the oracle's tool calls and skill loads around it
     routed = policy(ConstantReply, sentence=sentence, route=True)
     assert mean(records(tmp_path, opts, "t1", N_T1, routed)) <= 0.25
+
+
+def test_one_sentence_per_language_behind_the_oracles_routing(tmp_path, opts):
+    routed = policy(ConstantReply, sentence=BILINGUAL, route=True)
+    t1 = records(tmp_path, opts, "t1", N_T1, routed)
+    assert mean(t1, "accuracy") == 1.0 and mean(t1) <= 0.30
+    for intent in ("product_question", "purchase_intent", "multi_intent"):
+        assert mean(t1, intent=intent) <= 0.02, intent
 
 
 def test_oracle_routing_with_wrong_numbers(tmp_path, opts):

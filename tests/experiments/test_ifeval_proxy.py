@@ -16,9 +16,10 @@ from experiments.world.prompts import PROMPT_STREAM, prompt_at, write_prompts
 from experiments.world.tokenizer import train_tokenizer
 from hat_jax.eval.ifeval import registry
 from hat_jax.eval.ifeval.text import count_words
-from hat_jax.eval.records import RecordWriter, read_records
-from hat_jax.eval.runner import run_cases, same_policy
+from hat_jax.eval.records import read_records
+from hat_jax.eval.runner import same_policy
 from hat_jax.harness import ScriptedPolicy, load_harness, read_jsonl
+from tests.experiments.suite_run import suite_records
 
 N_BASE, N_PROMPTS, N_SIM = 2000, 2000, 200  # the tiny world's data, about
 
@@ -133,19 +134,7 @@ def test_cases_are_a_deterministic_prefix(opts, cases):
 
 def _scores(tmp_path, name, opts, cases, policy_for):
     suite = get_suite("ifeval_proxy")
-    with RecordWriter(tmp_path / f"{name}.jsonl") as w:
-        run_cases(
-            "ifeval_proxy",
-            cases,
-            policy_for=policy_for,
-            rollout=suite.rollout(opts),
-            judge=suite.judge,
-            writer=w,
-            batch_size=32,
-            progress=False,
-        )
-    recs = read_records(tmp_path / f"{name}.jsonl")
-    assert len(recs) == len(cases)
+    recs = suite_records(tmp_path / f"{name}.jsonl", suite, opts, cases, policy_for)
     return {m: np.mean([r["scores"][m] for r in recs]) for m in suite.metrics}
 
 

@@ -107,6 +107,8 @@ def test_one_rl_step_end_to_end(tmp_path, tokenizer_dir):
     ):
         assert np.isfinite(train[key]), key
     assert train["rl/hsa_share"] > 0
+    assert train["rl/equal_reward_groups"] in (0.0, 1.0)  # one group
+    assert 0.0 <= train["rl/success"] <= 1.0
     assert train["rl/tokens_reply"] + train["rl/tokens_tool"] > 0
     assert (tmp_path / "config.json").exists()
     assert any((tmp_path / "ckpt").iterdir())
@@ -173,3 +175,34 @@ def test_gate_accuracy_shaping_pays_accuracy_only_with_content():
     assert shape_rewards(scores, "none") == scores
     with pytest.raises(ValueError, match="rl.shaping"):
         shape_rewards(scores, "nope")
+
+
+def test_group_metrics_count_groups_without_advantage():
+    from experiments.rl_sim import group_metrics
+
+    names = ("accuracy", "effectiveness")
+
+    def r(acc, eff, success=0.0, skill=0.0):  # skill_selection: not in names
+        keys = ("accuracy", "effectiveness", "success", "skill_selection")
+        return dict(zip(keys, (acc, eff, success, skill)))
+
+    rewards = [
+        *(r(1.0, 0.5, skill=0.0), r(1.0, 0.5, skill=1.0)),  # group 0: all equal
+        *(r(0.0, 1.0), r(0.0, 0.5)),  # group 1: one effectiveness differs
+        *(r(1.0, 1.0, 1.0), r(1.0, 1.0, 1.0)),  # group 2: equal
+        *(r(0.0, 0.0), r(1.0, 0.0, 1.0)),  # group 3: accuracy differs
+    ]
+    groups = [0, 0, 1, 1, 2, 2, 3, 3]
+    got = group_metrics(rewards, groups, names)
+    assert got == {"rl/equal_reward_groups": 0.5, "rl/success": 3 / 8}
+    # groups are told by their ids, not by their positions
+    got = group_metrics(rewards, [0, 1, 0, 1, 2, 3, 2, 3], names)
+    assert got["rl/equal_reward_groups"] == 0.0
+    one = group_metrics(rewards[:3], [0, 0, 0], names)
+    assert one["rl/equal_reward_groups"] == 0.0  # one rollout of three differs
+    assert group_metrics(rewards[:2], [5, 5], ("skill_selection",)) == {
+        "rl/equal_reward_groups": 0.0,
+        "rl/success": 0.0,
+    }
+    with pytest.raises(ValueError):
+        group_metrics(rewards, groups[:-1], names)

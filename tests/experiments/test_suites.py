@@ -9,10 +9,10 @@ from experiments.suites import SuiteOptions, get_suite
 from experiments.suites import edit as edit_suite
 from experiments.suites.t3 import KINDS, PROMPTS
 from hat_jax.eval.backends import fixed_policy
-from hat_jax.eval.records import RecordWriter, read_records
-from hat_jax.eval.runner import run_cases, same_policy
+from hat_jax.eval.runner import same_policy
 from hat_jax.harness import load_harness, render_system_prompt
 from sim.types import INTENTS, LANGS
+from tests.experiments.suite_run import suite_records
 
 
 @pytest.fixture(scope="module")
@@ -23,19 +23,8 @@ def opts():
 def _scores(tmp_path, name, opts, n, policy_for=None):
     suite = get_suite(name)
     cases = suite.build(opts, n)
-    with RecordWriter(tmp_path / f"{name}.jsonl") as w:
-        run_cases(
-            name,
-            cases,
-            policy_for=policy_for or suite.reference,
-            rollout=suite.rollout(opts),
-            judge=suite.judge,
-            writer=w,
-            batch_size=16,
-            progress=False,
-        )
-    recs = read_records(tmp_path / f"{name}.jsonl")
-    assert len(recs) == len(cases)
+    policy_for = policy_for or suite.reference
+    recs = suite_records(tmp_path / f"{name}.jsonl", suite, opts, cases, policy_for, 16)
     return {m: np.mean([r["scores"][m] for r in recs]) for m in suite.metrics}
 
 

@@ -11,7 +11,9 @@ fixed-harness SFT answered only the first ``FIXED_T2`` T2 cases. Every run also
 has an ``ifeval_proxy`` suite shaped like ``ifeval``. The HAT run has a latency
 replay (the driver's ``replay`` step folder, named in its
 config.json's ``step_folders``) of two MTP heads at concurrency 1, 4 and 8;
-its co-trained head is skipped.
+its co-trained head is skipped. Every run lists its step folders, each with a
+``done.json`` (tests/paper/fake_steps.py; the running run's eval step has none);
+train stages log ``train/accuracy``, SFT stages also the decision probe's keys.
 """
 
 import json
@@ -22,7 +24,10 @@ import pytest
 
 from hat_jax.eval.stats import error_reduction, mean_ci
 from hat_jax.eval.summary import flat_metrics, summarize_suite
+from paper.results import load_sweep
+from paper.tables import TABLES, get
 from tests.paper.fake_replay import write_replay
+from tests.paper.fake_steps import decision_metrics, write_steps
 
 N = 40  # cases per suite (questions for the edit test)
 T3_KINDS = ("tool_fault", "distractor_tools", "schema_edit", "injection")
@@ -174,16 +179,15 @@ def _metrics(path: Path, rows) -> None:
     (path / "metrics.jsonl").write_text(text, encoding="utf-8")
 
 
-def _loss(steps, start, seed):
+def _loss(steps, start, seed, decisions=False):
     rng = np.random.default_rng(seed)
-    return [
-        {
-            "step": s,
-            "train/loss": start * 0.97**s + 0.05 * rng.random(),
-            "train/lr": 1e-3,
-        }
-        for s in steps
+    rows = [
+        {"step": s, "train/loss": start * 0.97**s + 0.05 * rng.random()} for s in steps
     ]
+    for r in rows:
+        r |= {"train/lr": 1e-3, "train/accuracy": 1 - r["train/loss"] / 10}
+        r |= decision_metrics(r["step"]) if decisions else {}
+    return rows
 
 
 def build_sweep(root: Path, old=frozenset(OLD)) -> Path:
@@ -200,6 +204,7 @@ def build_sweep(root: Path, old=frozenset(OLD)) -> Path:
         },
     )
     _metrics(root / "stages" / "base", _loss(range(0, 60), 8.0, 0))
+    clock = [0]  # done.json files written (fake_steps)
     for k, (name, (row, group, sft, opd, rl, leave, q)) in enumerate(RUNS.items()):
         run = root / name
         meta = {
@@ -213,14 +218,10 @@ def build_sweep(root: Path, old=frozenset(OLD)) -> Path:
             "scale": "tiny",
         }
         config = {"meta": meta, "model": MODEL, "seed": 0}
-        if rl:
-            write_replay(root / "stages" / f"replay_{name}")
-            config["step_folders"] = {"replay": f"stages/replay_{name}"}
-        _write_json(run / "config.json", config)
         stages = {"base": {"path": "stages/base", "seconds": 1.0}}
         if sft:
             sft_dir = root / "stages" / f"sft_{name}"
-            _metrics(sft_dir, _loss(range(0, 40, 2), 5.0, k))
+            _metrics(sft_dir, _loss(range(0, 40, 2), 5.0, k, decisions=True))
             path = str(sft_dir) if name == "sft_hsa" else f"stages/sft_{name}"
             stages["sft"] = {"path": path, "seconds": 2.0}
         if opd:
@@ -230,15 +231,25 @@ def build_sweep(root: Path, old=frozenset(OLD)) -> Path:
             rows = [
                 {
                     "step": s,
+                    "train/loss": 0.1 - 0.001 * s,
                     "rl/reward/accuracy": 0.3 + 0.01 * s,
                     "rl/reward/effectiveness": 0.5 + 0.01 * s,
                     **({"eval/reward": 0.45 + 0.01 * s} if s % 5 == 0 else {}),
+                    **({"eval/success": 0.2 + 0.01 * s} if s % 5 == 0 else {}),
                 }
                 for s in range(30)
             ]
             _metrics(root / "stages" / f"rl_{name}", rows)
             stages["rl"] = {"path": f"stages/rl_{name}", "seconds": 3.0}
         status = "running" if name in RUNNING else "done"
+        replay = f"stages/replay_{name}" if rl else None
+        if replay:
+            write_replay(root / replay)
+        done = name not in RUNNING
+        kw = {"leave_out": leave, "replay": replay, "done": done}
+        steps = write_steps(root, name, stages, clock, **kw)
+        config["step_folders"], config["steps"] = steps
+        _write_json(run / "config.json", config)
         _write_json(
             run / "run.json", {"status": status, "seconds": 9.0, "stages": stages}
         )
@@ -282,3 +293,13 @@ def sweep_root(tmp_path_factory) -> Path:
 def make_sweep():
     """``build_sweep`` itself, for tests that need a second or an old sweep."""
     return build_sweep
+
+
+@pytest.fixture(scope="module")
+def sweep(sweep_root):
+    return load_sweep(sweep_root)
+
+
+@pytest.fixture(scope="module")
+def tables(sweep):
+    return {name: get(name)(sweep) for name in TABLES}

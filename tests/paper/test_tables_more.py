@@ -20,16 +20,6 @@ from tests.paper.refs import (
 )
 
 
-@pytest.fixture(scope="module")
-def sweep(sweep_root):
-    return load_sweep(sweep_root)
-
-
-@pytest.fixture(scope="module")
-def tables(sweep):
-    return {name: get(name)(sweep) for name in TABLES}
-
-
 @pytest.mark.parametrize("suite", ["ifeval_proxy", "ifeval"])
 def test_ifeval_table_blocks(sweep_root, tables, suite):
     t = tables["ifeval"]

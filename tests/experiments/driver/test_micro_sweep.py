@@ -22,7 +22,7 @@ import pytest
 from experiments.driver import registry, sweep_cmd
 
 CONFIG = "experiments/configs/hat_tiny.py:scale=micro"
-SUITES = ("t1", "t2", "t3", "edit", "ifeval")
+SUITES = ("t1", "t2", "t3", "edit", "ifeval", "ifeval_proxy")
 META = {"name", "row", "group", "sft", "opd", "rl", "leave_out", "scale"}
 CACHE_FLAGS = (
     "jax_compilation_cache_dir",

@@ -121,6 +121,8 @@ def test_memorises_20_examples(memo_jsonl, memo_tokenizer, tmp_path, steps=250):
             "optim.weight_decay": 0.0,
             "train.save_every": 1000,
             "train.log_every": 10,
+            "train.decision_every": 20,
+            "train.decision_rows": 20,
             "model.hidden_size": 64,
             "model.intermediate_size": 128,
             "model.head_dim": 16,
@@ -128,6 +130,15 @@ def test_memorises_20_examples(memo_jsonl, memo_tokenizer, tmp_path, steps=250):
     )
     _, _, last = run_sft(cfg, tmp_path, progress=False)
     assert last["train/loss"] < 0.05, last
+    # decision accuracy: the codes' digits (the reply's numbers), teacher-forced
+    rows = [
+        json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()
+    ]
+    probed = [r for r in rows if "train/decision_accuracy" in r]
+    assert [r["step"] for r in probed] == list(range(20, steps + 1, 20)) + [steps]
+    assert set(probed[-1]) >= {"train/decision/number"}
+    assert probed[0]["train/decision_accuracy"] < 0.5
+    assert last["train/decision_accuracy"] == 1.0
     stats = json.loads((tmp_path / "config.json").read_text())["data_stats"]
     assert stats["examples"] == 20
     assert last["train/loss_tokens"] == stats["loss_tokens"]  # all 20 in the batch

@@ -1,0 +1,85 @@
+"""Decision accuracy during SFT: teacher-forced argmax on the decision tokens.
+
+Token accuracy is mostly the system prompt's echoes and the reply templates; a
+turn is decided by a few tokens (``hat_jax.harness.decisions``: tool name,
+argument values, skill name, numbers in the reply). Every
+``train.decision_every`` steps the loop runs :func:`DecisionProbe` on a fixed set
+of the training trajectories (the first ``train.decision_rows`` (8) that fit
+``seq_len``, one a row) and logs, beside ``train/accuracy``:
+
+  train/decision/<kind>   the share of kind-``kind`` target tokens predicted
+                          exactly (tool, argument, skill, number)
+  train/decision_accuracy the same over every decision token
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from hat_jax.harness.decisions import KINDS, decision_kinds
+from hat_jax.harness.tokens import trajectory_to_tokens
+from hat_jax.harness.trajectory import Trajectory
+from hat_jax.text.tokenizer import Tokenizer
+from hat_jax.train.sft import packed_hidden
+
+
+def probe_batch(
+    trajs: Sequence[Trajectory], tokenizer: Tokenizer, *, seq_len: int, rows: int, fmt
+) -> dict[str, np.ndarray] | None:
+    """The first ``rows`` trajectories that fit, one a row, padded to ``seq_len``:
+    inputs, targets, positions, segment_ids int32 [R, T], kinds int8 [R, T] (the
+    targets' decision kinds). None when none has a decision token."""
+    cols = {k: [] for k in ("inputs", "targets", "positions", "segment_ids", "kinds")}
+    for traj in trajs:
+        if len(cols["inputs"]) == rows:
+            break
+        ids, _ = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        kinds = decision_kinds(traj, tokenizer, fmt=fmt)
+        if len(ids) - 1 > seq_len or not kinds.any():
+            continue
+        n, pad = len(ids) - 1, seq_len - (len(ids) - 1)
+        cols["inputs"].append(np.pad(ids[:-1], (0, pad)))
+        cols["targets"].append(np.pad(ids[1:], (0, pad)))
+        cols["positions"].append(np.pad(np.arange(n, dtype=np.int32), (0, pad)))
+        cols["segment_ids"].append(np.pad(np.ones(n, np.int32), (0, pad)))
+        cols["kinds"].append(np.pad(kinds[1:], (0, pad)))
+    if not cols["inputs"]:
+        return None
+    return {k: np.stack(v) for k, v in cols.items()}
+
+
+class DecisionProbe:
+    """``probe(state) -> metrics`` on a fixed batch (module docstring)."""
+
+    def __init__(self, graphdef, batch: dict[str, np.ndarray]):
+        self.batch = jax.tree.map(jnp.asarray, batch)
+        self._fn = jax.jit(lambda p, f, b: _accuracy(p, f, b, graphdef=graphdef))
+        have = set(np.unique(batch["kinds"]).tolist())  # kinds the batch holds
+        self.names = ["train/decision_accuracy"] + [
+            f"train/decision/{k}" for i, k in enumerate(KINDS) if i + 1 in have
+        ]
+
+    def __call__(self, state) -> dict[str, float]:
+        out = jax.device_get(self._fn(state.params, state.frozen, self.batch))
+        return {k: float(out[k]) for k in self.names}
+
+
+def _accuracy(params, frozen, batch, *, graphdef) -> dict[str, jax.Array]:
+    model = nnx.merge(graphdef, params, frozen)
+    hidden = packed_hidden(
+        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    )
+    correct = jnp.argmax(model.logits(hidden), axis=-1) == batch["targets"]  # [R, T]
+    kinds = batch["kinds"]
+
+    def share(mask):
+        return (correct & mask).sum() / jnp.maximum(mask.sum(), 1)
+
+    out = {f"train/decision/{k}": share(kinds == i + 1) for i, k in enumerate(KINDS)}
+    out["train/decision_accuracy"] = share(kinds > 0)
+    return out

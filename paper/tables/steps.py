@@ -1,0 +1,190 @@
+"""The sweep's steps: what each computed and how long it took.
+
+One row per step folder the sweep's runs use (``Run.step_folders``: the done
+runs', then those of runs started but not done), each once, in pipeline order
+(the order the runs list them, first use first): the step, the first run using
+it and how many do, its kind, the compute seconds its ``done.json`` records (or
+"–": not finished) and, for train steps, the steps trained (the last logged
+step, else ``done.json``'s), ``train/loss``, ``train/accuracy`` and
+``train/decision_accuracy`` (each the mean of its last ``TAIL`` logged values),
+and for RL steps the last ``eval/success``. The last row is the total: shared
+steps count once, so it is the sweep's compute time (`make reproduce`'s record).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from hat_jax.train.metrics import read_metrics
+from paper.render import MISSING, RULE, Table
+from paper.results import Run, Sweep, load_run
+from paper.tables.registry import register
+
+DONE = "done.json"  # experiments.driver.pipeline.DONE (paper imports no driver)
+TAIL = 5  # logged values averaged for a train step's final loss and accuracies
+# (column, metrics key, percent?) of a train step, each a mean over the tail
+TRAIN = (
+    ("loss", "train/loss", False),
+    ("accuracy", "train/accuracy", True),
+    ("decision acc.", "train/decision_accuracy", True),
+)
+EVAL_SUCCESS = "eval/success"
+
+
+@dataclasses.dataclass
+class StepFolder:
+    """One step folder of a sweep and the runs using it."""
+
+    name: str
+    path: Path
+    runs: list[str]
+    done: dict | None  # its done.json (None: not finished)
+    spec: dict  # done.json's, else the first run's config.json's
+
+    @property
+    def kind(self) -> str:
+        return str(self.spec.get("kind") or (self.done or {}).get("kind") or "?")
+
+    @property
+    def stage(self) -> str | None:
+        """A train step's stage (sft, opd, rl)."""
+        return self.spec.get("stage") if self.kind == "train" else None
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.done is None else float(self.done["seconds"])
+
+    @property
+    def finished(self) -> str | None:
+        return None if self.done is None else self.done.get("finished")
+
+    def metrics(self) -> list[dict]:
+        path = self.path / "metrics.jsonl"
+        return read_metrics(path) if path.exists() else []
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def all_runs(sweep: Sweep) -> list[Run]:
+    """The sweep's done runs, then those started but not done."""
+    started = [
+        load_run(sweep.root, name, done_only=False)[0] for name, _ in sweep.skipped
+    ]
+    return sweep.runs + [r for r in started if r is not None]
+
+
+def sweep_steps(sweep: Sweep) -> list[StepFolder]:
+    """Every step folder of the sweep's started runs, once, in pipeline order."""
+    found: dict[Path, StepFolder] = {}
+    for run in all_runs(sweep):
+        specs = run.config.get("steps") or {}
+        for name, path in run.step_folders().items():
+            key = path.resolve()
+            if key in found:
+                found[key].runs.append(run.name)
+                continue
+            done = _read(path / DONE)
+            spec = (done or {}).get("spec") or specs.get(name) or {}
+            found[key] = StepFolder(name, path, [run.name], done, spec)
+    return list(found.values())
+
+
+def newest_finish(sweep: Sweep) -> str | None:
+    """When the newest ``done.json`` of the sweep was written (ISO time)."""
+    times = [s.finished for s in sweep_steps(sweep) if s.finished]
+    return max(times) if times else None
+
+
+def tail_mean(rows: list[dict], key: str, n: int = TAIL) -> float | None:
+    """The mean of the last ``n`` values of ``key`` in ``rows`` (None if none)."""
+    values = [float(r[key]) for r in rows if r.get(key) is not None][-n:]
+    return sum(values) / len(values) if values else None
+
+
+def _last(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return float(values[-1]) if values else None
+
+
+def _num(x: float | None, percent: bool = False) -> str:
+    if x is None:
+        return MISSING
+    return f"{100 * x:.1f}" if percent else f"{x:.3f}"
+
+
+def _steps_trained(step: StepFolder, rows: list[dict]) -> str:
+    logged = [int(r["step"]) for r in rows if "step" in r]
+    if logged:
+        return str(max(logged))
+    steps = ((step.done or {}).get("info") or {}).get("steps")
+    return MISSING if steps is None else str(steps)
+
+
+def step_cells(step: StepFolder) -> list[str]:
+    """[steps, loss, accuracy, decision acc., eval success] of a step."""
+    if step.kind != "train":
+        return [MISSING] * (2 + len(TRAIN))
+    rows = step.metrics()
+    cells = [_steps_trained(step, rows)]
+    cells += [_num(tail_mean(rows, key), pct) for _, key, pct in TRAIN]
+    rl = step.stage == "rl" or any(k.startswith("rl/") for r in rows for k in r)
+    cells.append(_num(_last(rows, EVAL_SUCCESS), True) if rl else MISSING)
+    return cells
+
+
+def duration(seconds: float) -> str:
+    """E.g. "1 h 02 min 05 s", "3 min 20 s", "12.5 s"."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(round(seconds), 60)
+    h, m = divmod(m, 60)
+    return (f"{h} h {m:02d} min" if h else f"{m} min") + f" {s:02d} s"
+
+
+def _not_done(sweep: Sweep) -> list[str]:
+    if not sweep.skipped:
+        return []
+    names = ", ".join(f"{n} ({why})" for n, why in sweep.skipped)
+    return [f"Runs not done: {names}; their finished steps are counted."]
+
+
+@register("steps")
+def steps_table(sweep: Sweep) -> Table:
+    steps = sweep_steps(sweep)
+    rows: list[list[str] | None] = []
+    for s in steps:
+        kind = f"{s.kind} ({s.stage})" if s.stage else s.kind
+        seconds = MISSING if s.seconds is None else f"{s.seconds:.1f}"
+        rows.append([s.name, s.runs[0], str(len(s.runs)), kind, seconds])
+        rows[-1] += step_cells(s)
+    total = sum(s.seconds or 0.0 for s in steps)
+    runs = len({r for s in steps for r in s.runs})
+    rows += [RULE, ["total", MISSING, str(runs), MISSING, f"{total:.1f}"]]
+    rows[-1] += [MISSING] * (2 + len(TRAIN))
+    unfinished = [f"{s.name} ({s.runs[0]})" for s in steps if s.done is None]
+    notes = [f"Total: {duration(total)} of compute over {len(steps)} steps."]
+    if unfinished:
+        notes.append(f"No done.json (not finished): {', '.join(unfinished)}.")
+    return Table(
+        name="steps",
+        title="Steps and their time",
+        caption=(
+            f"Every step of the sweep's runs (done or not) at {sweep.scale_note()}, "
+            "once each (shared steps count once), in pipeline order: the first run "
+            "using it "
+            "and how many do, its kind, the compute seconds its done.json records "
+            "and, for train steps, the steps trained, the train loss, token and "
+            f"decision accuracy in % (each the mean of its last {TAIL} logged "
+            "values) and, for RL, the last held-out success in %."
+        ),
+        header=["step", "run", "runs", "kind", "seconds", "steps"]
+        + [c for c, _, _ in TRAIN]
+        + ["eval success"],
+        rows=rows,
+        notes=[*notes, *_not_done(sweep)],
+        align="llrlrrrrrr",
+    )

@@ -1,0 +1,69 @@
+"""Decision tokens: spans in both call formats, kinds aligned with the ids."""
+
+import numpy as np
+import pytest
+
+from hat_jax.harness import Trajectory
+from hat_jax.harness.decisions import KINDS, decision_kinds, decision_spans
+from hat_jax.harness.tokens import trajectory_to_tokens
+from hat_jax.text.chat import render_assistant
+from hat_jax.train.build import load_tokenizer
+
+CALLS = [
+    {"name": "get_x", "arguments": {"link_id": 3, "item": {"sku": "red L"}}},
+    {"name": "load_skill", "arguments": {"name": "item_qa"}},
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer("smollm2-135m-instruct")
+
+
+def spans_by_kind(text):
+    out = {k: [] for k in KINDS}
+    for s, e, k in decision_spans(text):
+        out[KINDS[k - 1]].append(text[s:e])
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["qwen_xml", "hermes"])
+def test_spans_name_the_decisions_and_skip_reasoning(fmt):
+    msg = {"role": "assistant", "content": "", "tool_calls": CALLS}
+    msg["reasoning"] = "link 3 costs 99"  # numbers in reasoning are not decisions
+    got = spans_by_kind(render_assistant(msg, fmt))
+    assert got["tool"] == ["get_x"] and got["skill"] == ["item_qa"]
+    assert got["number"] == []
+    args = "".join(got["argument"])
+    assert "3" in args and "red L" in args and "load_skill" not in args
+    reply = render_assistant(
+        {"role": "assistant", "content": "3号链接现在99.5元～"}, fmt
+    )
+    assert spans_by_kind(reply)["number"] == ["3", "99.5"]
+
+
+def test_kinds_line_up_with_the_training_ids(tokenizer):
+    traj = Trajectory(
+        "h@1",
+        "3号多少钱",
+        [
+            {"role": "system", "content": "You sell things. Link 7 is on screen."},
+            {"role": "user", "content": "3号多少钱"},
+            {"role": "assistant", "content": "", "tool_calls": CALLS},
+            {"role": "tool", "content": '{"price": 99}'},
+            {"role": "tool", "content": "skill text 12"},
+            {"role": "assistant", "content": "3号链接现在99元～"},
+        ],
+        reply="3号链接现在99元～",
+        status="ok",
+    )
+    ids, mask = trajectory_to_tokens(traj, tokenizer)
+    kinds = decision_kinds(traj, tokenizer)
+    assert kinds.shape == ids.shape and kinds.dtype == np.int8
+    assert mask[kinds > 0].all()  # decisions are assistant tokens only
+    text = {k: tokenizer.decode(ids[kinds == i + 1]) for i, k in enumerate(KINDS)}
+    assert text["tool"] == "get_x" and text["skill"] == "item_qa"
+    assert "3" in text["argument"] and "red" in text["argument"]
+    assert text["number"].replace(" ", "") == "399"  # 3 and 99 of the reply
+    # the system prompt's and the tool results' numbers are context, not decisions
+    assert not kinds[~mask].any()
