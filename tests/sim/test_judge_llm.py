@@ -306,3 +306,37 @@ def test_success_from_votes_is_the_rule_judges_definition():
     for bad in [(0, 1, 1, 1), (1, 0.5, 1, 1), (1, 1, 0.5, 1), (1, 1, 1, 0.5)]:
         assert success_from_votes(scores(*bad)).value == 0.0, bad
     assert math.isnan(success_from_votes(scores(1, math.nan, 1, 1)).value)
+
+
+def test_the_judge_prompt_shows_sign_off_and_campaign():
+    import dataclasses
+
+    from augment import apply_spec
+    from hat_jax.harness import Trajectory, load_harness
+    from sim.binding import bind, canonical_mapping
+    from sim.datasets import make_cases
+    from sim.judge_prompt import playbook
+
+    base = load_harness("taolive_v1")
+    h2, _, m = apply_spec(base, None, "add_sign_off(tag=#CozyCart)", 0)
+    case = make_cases("test", 0, 1)[0]
+    signed = bind(h2, canonical_mapping(base).compose(m))
+    assert playbook(case.snapshot, case.message, signed)["required_sign_off"] == [
+        "#CozyCart"
+    ]
+    assert playbook(case.snapshot, case.message, bind(base))["required_sign_off"] == []
+    snap = dataclasses.replace(case.snapshot, campaign=True)
+    before = playbook(snap, case.message, bind(base))
+    after = playbook(snap, case.message, bind(load_harness("taolive_d12")))
+    assert before["double12_campaign_in_room"] and after["double12_campaign_in_room"]
+    assert before["cross_shop_discount"] is None  # v1's tools never return it
+    assert after["cross_shop_discount"] == {"every": 300.0, "off": 30.0}
+    assert (
+        "cross-shop discount"
+        in judge_messages(
+            Trajectory("h", case.message.text, [], reply="hi", status="ok"),
+            snap,
+            case.message,
+            bind(base),
+        )[0]["content"]
+    )
