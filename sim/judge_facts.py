@@ -117,25 +117,8 @@ def product_facts(snapshot: RoomSnapshot, link: int) -> list[str]:
 
 
 def policy_facts(snapshot: RoomSnapshot) -> list[str]:
-    """The shop's shipping policy, as texts (keys included: for numbers)."""
+    """The shop's shipping policy, as texts (keys too: read for numbers only)."""
     return list(leaves(snapshot.catalog.shipping_policy))
-
-
-def policy_values(snapshot: RoomSnapshot) -> list[str]:
-    """The shipping policy's values only (no keys such as "region"): phrases a
-    reply may state."""
-
-    def walk(value: Any) -> Iterator[str]:
-        if isinstance(value, Mapping):
-            for sub in value.values():
-                yield from walk(sub)
-        elif isinstance(value, list | tuple):
-            for sub in value:
-                yield from walk(sub)
-        elif value is not None and not isinstance(value, bool):
-            yield str(value)
-
-    return list(walk(snapshot.catalog.shipping_policy))
 
 
 def coupon_facts(snapshot: RoomSnapshot) -> list[str]:
