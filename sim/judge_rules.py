@@ -249,10 +249,10 @@ def _topic_fact(reply, traj, snapshot, msg, binding) -> tuple[bool, str]:
             for r in snapshot.catalog.shipping_policy.get("remote_regions", ())
             if msg.region in (r.get("region"), r.get("region_en"))
         ]
-        ok = states("extra_days", "extra_fee") if region or remote else None
-        if remote or any("extra_days" in d for d in region):
-            nums = [str(r[k]) for r in remote for k in ("extra_days", "extra_fee")]
-            return bool(ok) or bool(said & jf.support(nums)), f"{msg.region}'s extras"
+        extras = ("extra_days", "extra_fee")
+        nums = [str(d[k]) for d in (*region, *remote) for k in extras if k in d]
+        if nums:  # a remote region: its extra days or fee
+            return bool(said & jf.support(nums)), f"{msg.region}'s extras"
     ok = states("dispatch_days", "free_shipping_over")
     if ok is None:
         service = jf.any_phrase(reply, SERVICE_WORDS)

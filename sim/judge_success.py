@@ -26,16 +26,11 @@ from __future__ import annotations
 from hat_jax.harness import Trajectory
 from sim.binding import Binding
 from sim.judge_rules import accuracy, effectiveness
-from sim.judge_tools import (
-    HALLUCINATED_TOOL,
-    MISSING_ROLE,
-    skill_selection,
-    tool_offences,
-)
+from sim.judge_tools import skill_selection, tool_offences
 from sim.rewards import Score, register_reward
 from sim.types import RoomSnapshot, ViewerMessage
 
-PLAYBOOK_NOTES = ("missing ", "hallucinated tool ")
+PLAYBOOK = ("missing", "hallucinated")  # the tool offences that cost success
 
 
 def failures(
@@ -51,13 +46,7 @@ def failures(
     if s.value < 1.0:
         out.append(f"skills: {s.rationale}")
     offences = tool_offences(traj, snapshot, msg, binding)
-    out += [
-        f"tools: {note}"
-        for penalty, note in offences
-        if (penalty, note.startswith(PLAYBOOK_NOTES))
-        in ((MISSING_ROLE, True), (HALLUCINATED_TOOL, True))
-    ]
-    return out
+    return out + [f"tools: {note}" for kind, note in offences if kind in PLAYBOOK]
 
 
 @register_reward("success")

@@ -40,6 +40,13 @@ REDUNDANT_CALL = 0.25
 DISTRACTOR_CALL = 0.25
 UNRELATED_REPLY_SKILL = 0.25
 MISSING_STRATEGY_VALUE = 0.5
+PENALTY = {  # offence kind (tool_offences) -> its cost
+    "missing": MISSING_ROLE,
+    "hallucinated": HALLUCINATED_TOOL,
+    "invalid": INVALID_CALL,
+    "redundant": REDUNDANT_CALL,
+    "distractor": DISTRACTOR_CALL,
+}
 INVALID_FAULTS = ("rejected", "unknown_tool", "unknown_skill", "invalid_arguments")
 
 
@@ -58,33 +65,33 @@ def schema_errors(name: str, arguments, binding: Binding) -> list[str]:
 
 def tool_offences(
     traj: Trajectory, snapshot: RoomSnapshot, msg: ViewerMessage, binding: Binding
-) -> list[tuple[float, str]]:
-    """Every tool-use offence of the turn as (penalty, note), in call order, the
-    missing roles last (module docstring)."""
+) -> list[tuple[str, str]]:
+    """Every tool-use offence of the turn as (kind, note), in call order, the
+    missing roles last; ``PENALTY[kind]`` is what it costs (module docstring)."""
     h = binding.harness
     known = {t.name for t in h.tools} | {LOAD_SKILL}
-    out: list[tuple[float, str]] = []
+    out: list[tuple[str, str]] = []
     covered: set[str] = set()
     succeeded: set[tuple[str, str]] = set()
     for t in traj.tool_calls:
         key = (t.name, jf.dumps(t.arguments))
         if t.name not in known:
-            out.append((HALLUCINATED_TOOL, f"hallucinated tool {t.name!r}"))
+            out.append(("hallucinated", f"hallucinated tool {t.name!r}"))
             continue
         errs = schema_errors(t.name, t.arguments, binding)
         if t.fault in INVALID_FAULTS or errs:
             why = t.fault or "; ".join(errs)
-            out.append((INVALID_CALL, f"invalid call {t.name}: {why}"))
+            out.append(("invalid", f"invalid call {t.name}: {why}"))
             continue
         if key in succeeded:
-            out.append((REDUNDANT_CALL, f"redundant repeat of {t.name}({key[1]})"))
+            out.append(("redundant", f"redundant repeat of {t.name}({key[1]})"))
         if t.ok:
             succeeded.add(key)
         if t.name == LOAD_SKILL:
             continue
         role = binding.role_of(t.name)
         if role is None:
-            out.append((DISTRACTOR_CALL, f"{t.name} serves no role"))
+            out.append(("distractor", f"{t.name} serves no role"))
             continue
         want = role_arguments(role, msg, snapshot).get("link_id")
         got = jf.canonical(t.name, t.arguments, binding).arguments.get("link_id")
@@ -93,7 +100,7 @@ def tool_offences(
     for role in needed_roles(msg):
         if role not in covered:
             name = binding.tools.get(role, role)
-            out.append((MISSING_ROLE, f"missing {name} ({role})"))
+            out.append(("missing", f"missing {name} ({role})"))
     return out
 
 
@@ -103,7 +110,7 @@ def tool_rationality(
 ) -> Score:
     """1 minus penalties for missing, hallucinated, invalid, redundant calls."""
     offences = tool_offences(traj, snapshot, msg, binding)
-    value = clip01(1.0 - sum(p for p, _ in offences))
+    value = clip01(1.0 - sum(PENALTY[kind] for kind, _ in offences))
     notes = "; ".join(n for _, n in offences)
     return Score(value, notes or "needed tools called, nothing wasted")
 

@@ -1,57 +1,31 @@
 """The paper's runs at tiny scale: our own model and tokenizer, on 2 CPU cores.
 
-Scale ``tiny`` (the default, what `make reproduce` runs): a BPE tokenizer
-(vocab 2,048) trained on the world's text; a base stage that trains the 4-layer
-miniature of the paper's Qwen3.6-35B-A3B (3 Gated DeltaNet : 1 gated attention,
-hidden 128, 4 routed experts top 2 + a shared expert, one co-trained MTP layer)
-from scratch on general data (IFEval-style instruction following, generic tool
-use, chit-chat); then the paper's stages on 200 gold simulator trajectories (and
-one HSA variant of each), markdown prompts and full tool results; 6 eval cases a
-suite. It runs in about 40 minutes and cannot separate the runs.
+A 2,048-token BPE trained on the world's text, a base stage trained from scratch
+on the world's general data, then the paper's stages on simulator trajectories.
+Scales: ``tiny`` (default, `make reproduce`, ~40 min): the 4-layer Qwen3.5
+hybrid miniature (3 Gated DeltaNet : 1 gated attention, 4 experts top 2 + a
+shared expert, a co-trained MTP layer), 200 golds, markdown prompts, 6 eval
+cases a suite; ``compact`` (issue 16, being sized; docs/results/
+hat_tiny_pilot.md): a dense 4-layer Qwen3 + MTP head, 2,000 golds, the harness
+rendered compact with compact tool results, eval T1/T2 300, T3 200, edit 150,
+IFEval 541, proxy 300; ``dense`` (2-layer Qwen3); ``micro`` / ``micro_hybrid``
+(seconds per step, for the driver's tests).
 
-Scale ``compact`` (issue 16, being sized): the harness rendered compact and
-compact tool results (a trajectory ~1,400 tokens instead of ~1,970), 2,000 gold
-trajectories, a dense 4-layer Qwen3 with a co-trained MTP head, SFT 300 steps x
-3 x 2,048, OPD 48 x 8 x 64 tokens, RL 8 steps x 4 tasks x 4 rollouts, and
-evaluation sets large enough to separate runs (T1 300, T2 300, T3 200, edit
-150 questions, real IFEval 541, the IFEval proxy 300). Its pilot and what it
-still lacks: docs/results/hat_tiny_pilot.md.
+Runs (`sweep`), each ending with an evaluation: base; fixed_sft and hsa_sft
+(base -> SFT on gold / gold + one HSA variant each); fixed_sft_opd and
+hsa_sft_opd (+ OPD, teacher the base); hat (hsa_sft_opd -> HSA-RL, then a
+standalone MTP head and the latency replay); wo_<dimension> (HSA-SFT without
+one HSA dimension's train families). Shared steps are computed once.
 
-Runs (`sweep`), each ending with an evaluation:
-
-    base             the base stage alone
-    fixed_sft        base -> fixed-harness SFT (gold trajectories only)
-    hsa_sft          base -> HSA-SFT (gold + one HSA variant per trajectory)
-    fixed_sft_opd    fixed_sft -> OPD (teacher: the base model)
-    hsa_sft_opd      hsa_sft -> OPD
-    hat              hsa_sft_opd -> HSA-RL (HAT); then a standalone MTP head
-                     fitted on it and the latency replay (MTP off, the
-                     co-trained head, the base stage's head, the standalone head)
-    wo_<dimension>   HSA-SFT without the train families of one HSA dimension
-                     (tools, skill_ids, skill_content, prompt, hooks)
-
-Steps shared by runs (data, tokenizer, base, HSA-SFT, ...) are computed once
-(`experiments.driver`). Launch (`make reproduce` runs the main runs, `make
-reproduce-ablation` all of them)::
+Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
     hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
     hat run --config=experiments/configs/hat_tiny.py:scale=compact --run fixed_sft \
         --root runs/pilot
-    hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m
 
-Time: the ``est`` seconds below are the progress display's per-step basis; the
-measured per-step times, losses, decision accuracies and every table of a
-finished sweep go to the generated ``docs/results/hat_tiny.md`` (`make
-reproduce`: `hat paper ROOT --results FILE`), not here.
-
-Other scales: ``dense``, the 2-layer Qwen3 world of before; ``micro`` /
-``micro_hybrid`` (seconds per step) for the driver's tests. HSA-RL draws its
-augmented harnesses from rl_tiny's ``rollout.hsa_family``.
-
-Arguments (`:k=v,...`): scale (tiny|compact|dense|micro|micro_hybrid), run (a
-run name above). Feeds the tables of `hat paper` (main results, paired
-differences, IFEval drop and recovery, the HSA ablation, harness-edit error
-reduction, latency) at tiny scale.
+Time: ``est`` below is the progress display's per-step basis; measured times and
+results go to the generated docs/results/hat_tiny.md (`hat paper --results`).
+Arguments (`:k=v,...`): scale, run. Feeds every `hat paper` table at tiny scale.
 """
 
 from __future__ import annotations

@@ -19,57 +19,14 @@ data=/tmp/rlwork/sft_base.jsonl --workdir /tmp/rlwork/sft_b            # ~26 min
 group=8,lr=3e-4 --workdir /tmp/rlwork/rl_2l \
         --config.init_from=/tmp/rlwork/sft_b                         # ~14 min
     python -m experiments.plot_curve /tmp/rlwork/rl_2l/metrics.jsonl \
-        --keys eval/reward eval/accuracy eval/effectiveness \
-        eval/tool_rationality eval/skill_selection \
-        --out docs/rl_tiny_2layer_curve.svg \
-        --summary docs/rl_tiny_2layer_curve.json --eval-dir /tmp/rlwork/rl_2l/eval
+        --keys eval/reward eval/success --out /tmp/rlwork/curve.svg
 
-Measured with that recipe (docs/rl_tiny_2layer_curve.json): eval/reward 0.125
-at step 0 and 0.125 after 4 steps on 32 cases, every case the same. The SFT
-model writes no valid tool call, greedy or sampled (it loops on ``<think>`` and
-XML tags), so all rollouts of a group earn the same rewards: both segments'
-advantages were exactly 0 at every step and the update was the KL term alone.
-This model does not learn the task at this SFT budget; RL needs a start that
-sometimes succeeds.
-
-A 4-layer start (hidden 128, head_dim 32, intermediate 384; sft_tiny with
-steps=400, lr=2e-3: loss 0.26, token accuracy 0.95), then ``steps=12,tasks=2,
-group=6,lr=5e-5,hsa=False,kl_coef=0.05`` with ``rollout.temperature=0.7``,
-``rollout.n_cases=64``, ``eval.every=4`` (docs/rl_tiny_4layer_fold_curve.json):
-eval/reward 0.402 -> 0.332 (step 4) -> 0.453 (steps 8 and 12); paired over the
-32 cases +0.051 (stderr 0.054; 7 up, 9 down): not a real gain. Accuracy rose
-0.34 -> 1.00 and effectiveness 0.06 -> 0.16 while skill selection fell 0.66 ->
-0.16 and tool rationality 0.55 -> 0.50: the policy found one generic reply
-("谢谢...屏幕上这款可以点开看～") that the rule judge scores accurate (it states
-no wrong fact) for every intent. lr 3e-4 collapsed (all rewards 0 from step 6).
-``rl.fold_missing_tool`` did not stop the skill-selection drop (0.27 vs 0.33 at
-step 4 without/with it), nor did ``rl.shaping=gate_accuracy`` (0.402 -> 0.453,
-the same generic reply: docs/rl_tiny_4layer_gate_curve.json).
-
-From hat_tiny's HSA-SFT + OPD model (2 layers, its own 2,048 BPE; the
-`make reproduce` step folders), ``steps=16,tasks=4,group=4,lr=5e-5,kl_coef=0.05,
-eval_cases=32,max_new_tokens=96`` with ``rollout.temperature=0.7``,
-``rollout.max_rows=16``, ``eval.every=4`` (docs/rl_hat_tiny_curve.json; 556 s of
-steps and 171 s of evaluation, 2 cores): eval/reward 0.352 -> 0.375 (step 4) ->
-0.398 (8, 12, 16); paired over the 32 dev cases +0.047 (stderr 0.021; 5 up, 0
-down), all of it accuracy (+0.16) and effectiveness (+0.03). On T1's first 32
-test cases the final model's greedy trajectories are identical to the start's
-(`hat eval run --suite t1 --limit 32`, accuracy 6.2 % both): the SFT model
-answers every message with the same calls and line, and 16 small steps move
-only a few dev cases off it.
-
-Cost (same machine, busy): 12 rollouts + the update 60-140 s a step since the
-sampler prefills prompts with the fused kernel (before: 85-540 s, the cached
-attention path ran ~9-18x slower than the training forward); a greedy
-evaluation of 32 cases 0.5-4 min. Memory: the step computes logits only at the
-trained positions and splits the batch into ``micro_batch`` episodes (XLA's
-temp buffers for 8 episodes x 3,072 positions: 2.4 GiB); the sampler gets at
-most ``rollout.max_rows`` conversations per call (16 rows of ~2,200 tokens in
-one call were killed for memory at 17.5 GB).
+A step costs 60-140 s (12 rollouts + the update, 2 cores). Measured runs and their
+analysis: docs/results/rl_tiny_notes.md and docs/rl_*_curve.json.
 
 Arguments (`:k=v,...`): steps, tasks, group, lr, hsa, max_new_tokens, kl_coef,
 ratio, micro_batch, save_every, eval_cases. Feeds no paper table on its own:
-the smoke-test scale of HSA-RL.
+the smoke-test scale of HSA-RL (hat_tiny's RL stage uses it).
 """
 
 from __future__ import annotations
