@@ -97,7 +97,7 @@ class SimContext:
       binding: the harness in force and its mapping from the canonical harness.
       case: the case id (part of the fault seed).
       fault_plan: forced faults by ``ToolContext.index`` (the call's position
-        among the conversation's tool calls, load_skill included): a fault kind
+        among the conversation's backend calls, load_skill not counted): a fault kind
         or None (no fault); calls past the plan draw from the configured rates.
     """
 

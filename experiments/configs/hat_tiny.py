@@ -8,7 +8,8 @@ shared expert, a co-trained MTP layer), 200 golds, markdown prompts, 6 eval
 cases a suite; ``compact`` (issue 16, being sized; docs/results/
 hat_tiny_pilot.md): a dense 4-layer Qwen3 + MTP head, 2,000 golds, the harness
 rendered compact with compact tool results, eval T1/T2 300, T3 200, edit 150,
-IFEval 541, proxy 300; ``dense`` (2-layer Qwen3); ``micro`` / ``micro_hybrid``
+IFEval 541, proxy 300; ``compact_drill`` (compact whose base stage starts
+with short look-ups); ``dense`` (2-layer Qwen3); ``micro`` / ``micro_hybrid``
 (seconds per step, for the driver's tests).
 
 Runs (`sweep`), each ending with an evaluation: base; fixed_sft and hsa_sft
@@ -129,6 +130,18 @@ COMPACT = _scale(
     est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
     | {"eval": 2400, "mtp": 60, "replay": 150},
 )
+# compact, its base stage first trained on short look-ups (experiments.world.
+# lookup, drill form: where a from-scratch model learns to copy an argument),
+# then on the general mix with look-ups (docs/results/hat_tiny_pilot.md).
+COMPACT_DRILL = COMPACT | {
+    "drill": {
+        "config": "sft_tiny.py",
+        "arg": {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3},
+        "extra": ("data.overlong=truncate",),
+    },
+    "world": COMPACT["world"] | {"drill_n": 20000, "base_mix": "lookup"},
+    "est": COMPACT["est"] | {"drill": 330},
+}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -144,6 +157,7 @@ SCALES = {
         "est": DENSE["est"] | {"base": 220, "sft": 180, "mtp": 40, "replay": 200},
     },
     "compact": COMPACT,
+    "compact_drill": COMPACT_DRILL,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

@@ -140,6 +140,8 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
     else:
         base, tokenizer = "@base", "@tokenizer/tokenizer"
         out["base_data"] = {"kind": "world_base", "n": w["base_n"], "seed": 0}
+        if w.get("base_mix"):
+            out["base_data"]["mix"] = w["base_mix"]
         out["base_data"]["est_s"] = est["data"]
         files = ("@base_data/data.jsonl", "@prompts/prompts.jsonl")
         out["tokenizer"] = {
@@ -148,13 +150,27 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
             "files": files + ("@sim_hsa/data.jsonl",),
             "est_s": est["tok"],
         }
+        start: tuple[str, ...] = ()
+        if s.get("drill"):  # a first phase of short look-ups: where copying forms
+            out["drill_data"] = {"kind": "world_base", "mix": "drill", "seed": 0}
+            out["drill_data"] |= {"n": w["drill_n"], "est_s": est["data"]}
+            out["drill"] = _train(
+                "sft",
+                s["drill"],
+                est["drill"],
+                tokenizer,
+                *_model_overrides(s),
+                "data.train=@drill_data/data.jsonl",
+            )
+            stages["drill"], start = "drill", ("init_from=@drill",)
         out["base"] = _train(
             "sft",
             s["base"],
             est["base"],
             tokenizer,
-            *_model_overrides(s),
+            *(() if start else _model_overrides(s)),
             "data.train=@base_data/data.jsonl",
+            *start,
         )
         stages["base"] = "base"
     last = base

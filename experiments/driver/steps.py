@@ -29,7 +29,7 @@ from experiments.driver.registry import register
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
-@register("sim_data")
+@register("sim_data", version=2)  # 2: the compact call format
 def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.sim_cli import augment_all
     from hat_jax.harness import load_harness
@@ -75,7 +75,9 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
 def world_base(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.world.base_data import write_base_data
 
-    return dict(write_base_data(out / "data.jsonl", n=int(p["n"]), seed=int(p["seed"])))
+    mix = str(p.get("mix", "general"))
+    n, seed = int(p["n"]), int(p["seed"])
+    return dict(write_base_data(out / "data.jsonl", n=n, seed=seed, mix=mix))
 
 
 @register("world_prompts")
@@ -133,7 +135,7 @@ def train(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     }
 
 
-@register("eval")
+@register("eval", version=2)  # 2: compact call format, fault index
 def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     import json
 

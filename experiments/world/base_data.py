@@ -11,6 +11,12 @@ reads for `hat sim generate` output) of three kinds, drawn per example:
   tool is needed (``meta["tools"]`` keeps the schemas);
 - ``chitchat`` (25 %): short friendly exchanges, English and Chinese.
 
+Other mixes (``MIXES``, ``write_base_data(mix=...)``): ``lookup`` moves 30 % to
+look-ups (a record looked up by the number the user wrote and the asked field
+of its result quoted, ``experiments.world.lookup``: copying an argument and
+quoting a value, which the SFT pilot's model never learned); ``drill`` is the
+short form of look-ups only, a first base phase.
+
 Example ``i`` depends only on ``(seed, i)``, so a larger ``n`` extends a
 smaller one. Only assistant turns are trained on (the loss mask of
 ``hat_jax.harness.tokens``). Measured: n=2000 takes about 4 s on 2 shared CPU
@@ -28,6 +34,7 @@ import numpy as np
 
 from experiments.world.chitchat import make_chitchat
 from experiments.world.instruct import make_instruct
+from experiments.world.lookup import make_lookup
 from experiments.world.tooluse import make_tooluse
 from hat_jax.harness.tokens import write_jsonl
 from hat_jax.harness.trajectory import Trajectory
@@ -59,21 +66,47 @@ def _tool_use(rng: np.random.Generator) -> dict[str, Any]:
     return {**ex, "meta": {"tools": ex.pop("tools")}}
 
 
+def _lookup(rng: np.random.Generator) -> dict[str, Any]:
+    ex = make_lookup(rng)
+    return {**ex, "meta": {"tools": ex.pop("tools")}}
+
+
 # kind -> (share, maker); shares sum to 1.
-KINDS: dict[str, tuple[float, Callable[[np.random.Generator], dict[str, Any]]]] = {
+Kinds = dict[str, tuple[float, Callable[[np.random.Generator], dict[str, Any]]]]
+KINDS: Kinds = {
     "instruct": (0.40, _instruct),
     "tool_use": (0.35, _tool_use),
     "chitchat": (0.25, make_chitchat),
 }
+LOOKUP_KINDS: Kinds = {
+    "instruct": (0.30, _instruct),
+    "tool_use": (0.25, _tool_use),
+    "lookup": (0.30, _lookup),
+    "chitchat": (0.15, make_chitchat),
+}
 
 
-def base_example(seed: int, index: int) -> Trajectory:
-    """Example ``index`` of the base data for ``seed``."""
+def _drill(rng: np.random.Generator) -> dict[str, Any]:
+    ex = make_lookup(rng, drill=True)
+    return {**ex, "meta": {"tools": ex.pop("tools")}}
+
+
+# mix -> its kinds: "general" (the base stage), "lookup" (the general kinds with
+# look-ups), "drill" (short look-ups only: a first base phase, where a
+# from-scratch model learns to copy; docs/results/hat_tiny_pilot.md).
+MIXES = {"general": KINDS, "lookup": LOOKUP_KINDS, "drill": {"drill": (1.0, _drill)}}
+
+
+def base_example(seed: int, index: int, mix: str = "general") -> Trajectory:
+    """Example ``index`` of the base data for ``seed`` (``mix``: a MIXES key)."""
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {sorted(MIXES)}, got {mix!r}")
+    kinds = MIXES[mix]
     rng = np.random.default_rng([seed, BASE_STREAM, index])
-    names = list(KINDS)
-    shares = np.array([KINDS[k][0] for k in names])
+    names = list(kinds)
+    shares = np.array([kinds[k][0] for k in names])
     kind = names[int(np.searchsorted(np.cumsum(shares), rng.random(), side="right"))]
-    ex = KINDS[kind][1](rng)
+    ex = kinds[kind][1](rng)
     meta = {"world": "base", "kind": kind, "seed": seed, "index": index}
     return Trajectory(
         harness_id=HARNESS_ID,
@@ -85,13 +118,16 @@ def base_example(seed: int, index: int) -> Trajectory:
     )
 
 
-def base_examples(n: int, seed: int) -> Iterator[Trajectory]:
+def base_examples(n: int, seed: int, mix: str = "general") -> Iterator[Trajectory]:
     for i in range(n):
-        yield base_example(seed, i)
+        yield base_example(seed, i, mix)
 
 
-def write_base_data(out: str | Path, *, n: int, seed: int) -> dict[str, int]:
-    """Writes ``n`` base trajectories as JSONL; returns the count of each kind."""
+def write_base_data(
+    out: str | Path, *, n: int, seed: int, mix: str = "general"
+) -> dict[str, int]:
+    """Writes ``n`` base trajectories of ``mix`` as JSONL; returns the count of
+    each kind."""
     if n < 1:
         raise ValueError(f"n must be positive, got {n}")
     out = Path(out)
@@ -99,9 +135,9 @@ def write_base_data(out: str | Path, *, n: int, seed: int) -> dict[str, int]:
     counts: Counter[str] = Counter()
 
     def counted() -> Iterator[Trajectory]:
-        for traj in base_examples(n, seed):
+        for traj in base_examples(n, seed, mix):
             counts[traj.meta["kind"]] += 1
             yield traj
 
     write_jsonl(counted(), out)
-    return {k: counts[k] for k in KINDS}
+    return {k: counts[k] for k in MIXES[mix]}

@@ -31,6 +31,13 @@ def add_arguments(p) -> None:
         g.add_argument("--n", type=int, required=True, help="number of lines")
         g.add_argument("--seed", type=int, default=0, help="seed (default 0)")
         g.add_argument("--out", required=True, help="output JSONL file")
+        if name == "base":
+            g.add_argument(
+                "--mix",
+                default="general",
+                choices=("general", "lookup", "drill"),
+                help="general (default), lookup (with look-ups), drill (short ones)",
+            )
     t = sub.add_parser("tokenizer", help="train a byte-level BPE on JSONL files")
     t.add_argument("files", nargs="+", help="JSONL trajectories or prompts")
     t.add_argument("--vocab-size", type=int, default=2048, help="default 2048")
@@ -41,11 +48,11 @@ def _counts(c: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in c.items())
 
 
-def _write(args, make: Callable[..., dict[str, int]], what: str) -> int:
+def _write(args, make: Callable[..., dict[str, int]], what: str, **kw) -> int:
     if args.n < 1:
         raise ValueError(f"--n must be positive, got {args.n}")
     t0 = time.perf_counter()
-    counts = make(args.out, n=args.n, seed=args.seed)
+    counts = make(args.out, n=args.n, seed=args.seed, **kw)
     print(
         f"wrote {args.n} {what} to {args.out} ({_counts(counts)}; "
         f"{time.perf_counter() - t0:.1f} s)"
@@ -56,7 +63,7 @@ def _write(args, make: Callable[..., dict[str, int]], what: str) -> int:
 def _base(args) -> int:
     from experiments.world.base_data import write_base_data
 
-    return _write(args, write_base_data, "base trajectories")
+    return _write(args, write_base_data, "base trajectories", mix=args.mix)
 
 
 def _prompts(args) -> int:

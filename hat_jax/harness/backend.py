@@ -44,7 +44,8 @@ class ToolContext:
       room_context: the request's room context (what the system prompt shows).
       meta: the request's meta (room id, case id, simulator state keys...).
       rng: this conversation's generator, for stochastic backends.
-      index: the position of this call among the conversation's tool calls.
+      index: the position of this call among the conversation's backend calls
+        (``load_skill``, which the loop answers itself, is not counted).
     """
 
     room_context: Any = None

@@ -241,7 +241,7 @@ def _run_tool(conv: _Conversation, call: ToolCall, backend: ToolBackend) -> bool
             room_context=conv.request.room_context,
             meta=conv.request.meta,
             rng=conv.rng,
-            index=len(conv.traj.tool_calls),
+            index=sum(t.name != LOAD_SKILL for t in conv.traj.tool_calls),
         )
         try:
             outcome = backend.call(call.name, dict(call.arguments), context=context)

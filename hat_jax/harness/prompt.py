@@ -16,7 +16,7 @@ Formats, each with the layout's titles (or ``DEFAULT_TITLES``):
             skill, one signature line per tool (``check_stock(link_id: int>=1,
             sku?: str) - First sentence.``: ``?`` optional, ``{...}`` nested,
             ``[T]`` arrays, ``"a"|"b"`` enums, ``=v`` defaults, bounds), the
-            parameter descriptions left out
+            parameter descriptions left out, then the call format in a few lines
 
 The tool list is part of the system prompt, so callers render the chat with
 ``render_chat(messages, tools=None)``. Output is a pure function of its inputs.
@@ -175,7 +175,8 @@ def _compact_tool_list(h: Harness, room: RoomContext) -> str:
     skill = f"{LOAD_SKILL}(name: str) - Load a skill's instructions."
     tools = [tool_signature(t.spec()) for t in h.tools]
     lines = "\n".join(["Functions (arg? is optional):", skill, *tools])
-    return f"{lines}\n\n{get_format(h.tool_call_format).instructions}"
+    fmt = get_format(h.tool_call_format)
+    return f"{lines}\n\n{fmt.compact_instructions or fmt.instructions}"
 
 
 _SECTIONS: dict[str, Callable[[Harness, RoomContext], str]] = {

@@ -199,6 +199,7 @@ class ToolCallFormat:
 
     content_separator = "\n"  # between the reply text and its first call
     instructions = ""  # the system-prompt paragraph that teaches the format
+    compact_instructions = ""  # the same in a few lines (the compact prompt format)
 
     def render(self, call: ToolCall) -> str:
         raise NotImplementedError
@@ -245,6 +246,12 @@ class QwenXmlFormat(ToolCallFormat):
         "- For several calls, write several <tool_call> blocks one after another.\n"
         "- Any explanation goes before the first call; nothing follows the last "
         "</tool_call>."
+    )
+    compact_instructions = (
+        "Call a function with:\n<tool_call>\n<function=NAME>\n<parameter=ARG>\n"
+        "VALUE\n</parameter>\n</function>\n</tool_call>\n"
+        "One parameter block per argument (numbers, arrays and objects as JSON), "
+        "one block per call, nothing after the last."
     )
 
     def render(self, call: ToolCall) -> str:
@@ -313,6 +320,10 @@ class HermesFormat(ToolCallFormat):
         '<tool_call>\n{"name": <function-name>, "arguments": '
         "<arguments-json-object>}\n</tool_call>\n\n"
         "For several calls, write several <tool_call> blocks one after another."
+    )
+    compact_instructions = (
+        'Call a function with:\n<tool_call>\n{"name": NAME, "arguments": {...}}\n'
+        "</tool_call>\nOne block per call, nothing after the last."
     )
 
     def render(self, call: ToolCall) -> str:

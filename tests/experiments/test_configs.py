@@ -95,3 +95,21 @@ def test_every_stage_schedule_follows_its_step_count(tmp_path, scale):
             assert cfg.optim.warmup_steps < cfg.optim.total_steps, step.name
             seen += 1
     assert seen >= 10
+
+
+def test_compact_drill_base_starts_from_a_drill_phase(tmp_path):
+    """scale=compact_drill: short look-ups first (one shared step), the base
+    stage goes on from them on the look-up mix; scale=compact has no drill."""
+    path = CONFIG_DIR / "hat_tiny.py"
+    runs, _ = load_runs(f"{path}:scale=compact_drill", tmp_path)
+    by = {r.name: r.by_name for r in runs}
+    assert len({b["drill"].path for b in by.values()}) == 1
+    base, drill = by["hat"]["base"].spec, by["hat"]["drill"].spec
+    assert "init_from=@drill" in base["overrides"]
+    assert not any(o.startswith("model.") for o in base["overrides"])
+    assert "data.train=@drill_data/data.jsonl" in drill["overrides"]
+    assert by["hat"]["drill_data"].spec["mix"] == "drill"
+    assert by["hat"]["base_data"].spec["mix"] == "lookup"
+    compact, _ = load_runs(f"{path}:scale=compact", tmp_path / "compact")
+    assert all("drill" not in r.by_name for r in compact)
+    assert "mix" not in compact[0].by_name["base_data"].spec

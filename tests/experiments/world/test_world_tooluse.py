@@ -1,4 +1,4 @@
-"""Generic tool use: every call parses back, with our parser, to what was meant."""
+"""Generic tool use and look-ups: every call parses back to what was meant."""
 
 import json
 
@@ -11,7 +11,8 @@ from hat_jax.text.toolcall import parse_reply
 
 
 def test_every_tool_call_parses_back(world_files):
-    trajs = [t for t in read_jsonl(world_files["base"]) if t.meta["kind"] == "tool_use"]
+    kinds = ("tool_use", "lookup")
+    trajs = [t for t in read_jsonl(world_files["base"]) if t.meta["kind"] in kinds]
     assert len(trajs) > 50
     calls = direct = 0
     for t in trajs:

@@ -57,7 +57,8 @@ def test_tool_lines_v1():
         "get_shipping_policy(region?: str) - The shop's shipping, return and refund "
         "policy, with regional exceptions.",
     ]
-    assert get_format("qwen_xml").instructions in p
+    assert get_format("qwen_xml").compact_instructions in p
+    assert get_format("qwen_xml").instructions not in p  # the long form is left out
 
 
 def test_tool_lines_v2_show_nesting_and_enums():
@@ -71,8 +72,8 @@ def test_tool_lines_v2_show_nesting_and_enums():
 
 def test_call_format_follows_the_harness():
     p = render_system_prompt(V1.replace(tool_call_format="hermes"))
-    assert get_format("hermes").instructions in p
-    assert get_format("qwen_xml").instructions not in p
+    assert get_format("hermes").compact_instructions in p
+    assert get_format("qwen_xml").compact_instructions not in p
 
 
 @pytest.mark.parametrize("h", [V1, V2], ids=["v1", "v2"])
