@@ -1,22 +1,11 @@
 """The paper's runs at tiny scale: our own model and tokenizer, on 2 CPU cores.
 
-A 2,048-token BPE trained on the world's text, a base stage trained from scratch
-on the world's general data, then the paper's stages on simulator trajectories.
-Scales: ``tiny`` (default, `make reproduce`, ~40 min): the 4-layer Qwen3.5
-hybrid miniature (3 Gated DeltaNet : 1 gated attention, 4 experts top 2 + a
-shared expert, a co-trained MTP layer), 200 golds, markdown prompts, 6 eval
-cases a suite; ``compact`` (issue 16, being sized; docs/results/
-hat_tiny_pilot.md): a dense 4-layer Qwen3 + MTP head, 2,000 golds, the harness
-rendered compact with compact tool results, eval T1/T2 300, T3 200, edit 150,
-IFEval 541, proxy 300; ``compact_drill`` (compact whose base stage starts
-with short look-ups); ``dense`` (2-layer Qwen3); ``micro`` / ``micro_hybrid``
-(seconds per step, for the driver's tests).
-
-Runs (`sweep`), each ending with an evaluation: base; fixed_sft and hsa_sft
-(base -> SFT on gold / gold + one HSA variant each); fixed_sft_opd and
-hsa_sft_opd (+ OPD, teacher the base); hat (hsa_sft_opd -> HSA-RL, then a
-standalone MTP head and the latency replay); wo_<dimension> (HSA-SFT without
-one HSA dimension's train families). Shared steps are computed once.
+A 2,048-token BPE and a base stage trained from scratch on the world's general
+data, then the paper's stages on simulator trajectories; every run ends with an
+evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
+(default, `make reproduce`), ``compact`` and ``compact_drill`` (issue 16, being
+sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
+``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -24,9 +13,10 @@ Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
     hat run --config=experiments/configs/hat_tiny.py:scale=compact --run fixed_sft \
         --root runs/pilot
 
-Time: ``est`` below is the progress display's per-step basis; measured times and
-results go to the generated docs/results/hat_tiny.md (`hat paper --results`).
-Arguments (`:k=v,...`): scale, run. Feeds every `hat paper` table at tiny scale.
+Time: `tiny` ~40 min for `make reproduce`; ``est`` below is the progress
+display's per-step basis. Feeds every `hat paper` table at tiny scale; measured
+results go to docs/results/hat_tiny.md (`hat paper --results`), pilots to
+docs/results/hat_tiny_pilot.md. Arguments (`:k=v,...`): scale, run.
 """
 
 from __future__ import annotations

@@ -61,14 +61,19 @@ def _instruct(rng: np.random.Generator) -> dict[str, Any]:
     }
 
 
-def _tool_use(rng: np.random.Generator) -> dict[str, Any]:
-    ex = make_tooluse(rng)
-    return {**ex, "meta": {"tools": ex.pop("tools")}}
+def _tools_to_meta(make: Callable[[np.random.Generator], dict[str, Any]]):
+    """A maker whose example keeps its tool schemas in ``meta["tools"]``."""
+
+    def maker(rng: np.random.Generator) -> dict[str, Any]:
+        ex = make(rng)
+        return {**ex, "meta": {"tools": ex.pop("tools")}}
+
+    return maker
 
 
-def _lookup(rng: np.random.Generator) -> dict[str, Any]:
-    ex = make_lookup(rng)
-    return {**ex, "meta": {"tools": ex.pop("tools")}}
+_tool_use = _tools_to_meta(make_tooluse)
+_lookup = _tools_to_meta(make_lookup)
+_drill = _tools_to_meta(lambda rng: make_lookup(rng, drill=True))
 
 
 # kind -> (share, maker); shares sum to 1.
@@ -84,11 +89,6 @@ LOOKUP_KINDS: Kinds = {
     "lookup": (0.30, _lookup),
     "chitchat": (0.15, make_chitchat),
 }
-
-
-def _drill(rng: np.random.Generator) -> dict[str, Any]:
-    ex = make_lookup(rng, drill=True)
-    return {**ex, "meta": {"tools": ex.pop("tools")}}
 
 
 # mix -> its kinds: "general" (the base stage), "lookup" (the general kinds with
