@@ -37,6 +37,7 @@ bench: $(STAMP) assets
 	$(BIN)/python benchmarks/decode.py
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4
+	$(BIN)/python benchmarks/validate.py
 
 # The paper's tables at tiny scale from nothing (issues 7, 16): the main runs of
 # the HAT sweep (experiments/configs/hat_tiny.py: base, fixed SFT, HSA-SFT, both

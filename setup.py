@@ -19,6 +19,8 @@ INSTALL_REQUIRES = [
     "grain==0.2.18",
     "tqdm==4.70.1",
     "pyyaml==6.0.4",
+    "httpx==0.28.1",  # the one OpenAI-compatible client (no redirects, deadlines)
+    "regex==2026.11.19",  # IFEval patterns matched under a time bound
     "jaxtyping==0.3.11",
     "tensorboardx==2.6.5",  # TensorBoard event files without TensorFlow
     "tensorflow-datasets==4.9.10",  # builders + data_source over ArrayRecord; no TF

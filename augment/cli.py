@@ -22,7 +22,9 @@ from augment.families import HELDOUT_FAMILIES, TRAIN_FAMILIES, sample_family_spe
 from augment.ops import all_ops
 from augment.spec import apply_spec
 from augment.validate import harness_problems
-from hat_jax.harness.loader import dump_harness, load_harness
+from hat_jax.harness.dump import dump_harness
+from hat_jax.harness.loader import load_harness
+from hat_jax.printable import shown
 
 
 def add_arguments(p) -> None:
@@ -73,12 +75,12 @@ def run(args) -> int:
     if problems:
         raise ValueError("augmented harness is invalid: " + "; ".join(problems))
     out = Path(args.out)
-    try:
-        dump_harness(aug, out, overwrite=args.overwrite)
-    except FileExistsError as e:
-        print(f"hat augment: error: {e}", file=sys.stderr)
+    try:  # mapping.json goes in with the harness: all or nothing, no links followed
+        extra = {"mapping.json": mapping.to_json() + "\n"}
+        dump_harness(aug, out, overwrite=args.overwrite, extra=extra)
+    except (OSError, ValueError) as e:  # exists, a link in the way, disk full
+        print(f"hat augment: error: {shown(e)}", file=sys.stderr)
         return 1
-    (out / "mapping.json").write_text(mapping.to_json() + "\n", encoding="utf-8")
     print(f"{harness.id} -> {aug.id}: {spec}")
     print(f"wrote {out} and {out / 'mapping.json'}")
     return 0

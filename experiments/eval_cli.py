@@ -15,6 +15,12 @@ Examples:
   hat eval run --suite t1,t2 --model runs/rl_tiny --out runs/eval_rl
   hat eval run --suite t1 --endpoint http://localhost:8000 --concurrency 16 \\
       --harness path/to/my_harness --out runs/eval_vllm
+  OPENAI_API_KEY=... hat eval run --suite t1 --endpoint https://api.example.com \\
+      --api-key-env OPENAI_API_KEY --served-model m --out runs/eval_api
+
+An endpoint's API key is read from the environment, never from the command
+line: HAT_API_KEY when set, or the variable named by --api-key-env. It is sent
+only to the endpoint's own origin (redirects are refused).
   hat eval run --suite t1,t2,t3,edit --policy oracle --limit 50 --out /tmp/ref
 """
 
@@ -29,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.suites import SuiteOptions, get_suite
+from hat_jax.endpoint import API_KEY_ENV, api_key_from_env
 from hat_jax.eval.backends import FIXED_SENTENCE, BackendOptions, make_policy
 from hat_jax.eval.records import RecordWriter, check_run
 from hat_jax.eval.runner import run_cases
@@ -91,6 +98,18 @@ def add_arguments(p) -> None:
     p.add_argument("--thinking", choices=sorted(THINKING), default="auto")
     p.add_argument("--concurrency", type=int, default=8, help="endpoint requests")
     p.add_argument("--served-model", help="endpoint model name (default: first)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="endpoint: deadline of one request, its retries included (s)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help=f"environment variable holding the endpoint's API key (default "
+        f"{API_KEY_ENV}, if set; the key itself never goes on the command line)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -170,6 +189,8 @@ class _Policies:
                 enable_thinking=THINKING[a.thinking],
                 concurrency=a.concurrency,
                 served_model=a.served_model,
+                api_key_env=a.api_key_env,
+                timeout_s=a.timeout,
             )
             sources = (("jax", a.model), ("openai", a.endpoint))
             kind, target = next(
@@ -201,6 +222,12 @@ def run(args) -> int:
     if args.batch_size is None:
         args.batch_size = 8 if args.model else 32
     names = _suites(args.suite)
+    if not args.timeout > 0:  # also refuses nan
+        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.api_key_env:
+        if not args.endpoint:
+            raise ValueError("--api-key-env is for --endpoint")
+        api_key_from_env(args.api_key_env)  # fails now, not after the first batch
     if isinstance(args.limit, dict) and set(args.limit) - set(names):
         unknown = sorted(set(args.limit) - set(names))
         raise ValueError(f"--limit names suites not run: {unknown}")

@@ -24,8 +24,10 @@ end), tb/, ckpt/ (every ``train.save_every`` steps and the last, the newest
 ``train.keep`` kept). Run the same command again to resume from the newest
 checkpoint: a step's tasks, harness draws and sampling seeds are functions of
 (seed, step) only, so a resumed run ends bit-identical to an uninterrupted one
-(metrics rows after the checkpoint are dropped and written again). The KL
-reference is always the starting model (``init_from``), not the checkpoint.
+(metrics rows after the checkpoint are dropped and written again). Another
+config is refused unless ``--fresh`` or ``--allow-config-change``
+(``hat_jax.train.workdir.open_run``). The KL reference is always the starting
+model (``init_from``), not the checkpoint.
 
     hat train rl --config=experiments/configs/rl_tiny.py --workdir runs/rl_tiny
     python -m experiments.rl_sim --config=experiments/configs/rl_tiny.py \\
@@ -61,6 +63,7 @@ from hat_jax.train.metrics import (
 from hat_jax.train.rl import jit_rl_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.state import init_state, make_optimizer
+from hat_jax.train.workdir import check_config, open_run, restore_latest
 from sim.binding import bind, canonical_mapping
 from sim.datasets import fault_config, make_cases
 from sim.oracle import case_request
@@ -282,12 +285,23 @@ def progress_line(step: int, steps: int, m: dict[str, float]) -> str:
     )
 
 
-def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict]:
+def run_rl(
+    cfg,
+    workdir,
+    *,
+    progress: bool = True,
+    fresh: bool = False,
+    allow_config_change: bool = False,
+) -> tuple[object, object, dict]:
     """Runs (or resumes) ``cfg.train.steps`` RL steps (module docstring).
+
+    A rerun with another config is refused unless ``fresh`` (start over) or
+    ``allow_config_change`` (recorded): ``hat_jax.train.workdir.open_run``.
 
     Returns:
       (final train state, graphdef, last train metrics incl. the last eval).
     """
+    check_config(cfg)
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     lora = cfg.get("lora")
@@ -297,10 +311,12 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
     os.makedirs(workdir, exist_ok=True)
     tokenizer = build.load_tokenizer(cfg.tokenizer)
     model, mcfg = build.make_model(cfg)
+    build.check_vocab(tokenizer, mcfg.vocab_size)
     record = cfg.to_dict()
     record["model"] = dataclasses.asdict(mcfg)
-    with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2, default=str)
+    run = open_run(
+        workdir, record, fresh=fresh, allow_config_change=allow_config_change
+    )
     sampler = Sampler(model, tokenizer)
     ro = cfg.rollout
     policy = SamplerPolicy(
@@ -352,12 +368,13 @@ def run_rl(cfg, workdir, *, progress: bool = True) -> tuple[object, object, dict
         keep=int(cfg.train.keep),
     ) as ckpt:
         start = 0
-        restored = ckpt.restore_latest(state)
+        restored = restore_latest(ckpt, state, workdir)
         if restored is not None:
             state, _, start = restored
             sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
         # rows after the checkpoint (all of them without one) are written again
         trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
+        run.commit(start)  # config.json only now: a failed restore keeps the old
         with MetricsWriter(workdir) as writer:
             if start == 0 and cfg.eval.at_start and held_out:
                 writer.write(0, run_eval(0))
@@ -392,9 +409,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rl_sim", description=__doc__)
     p.add_argument("--config", required=True, help="FILE[:ARG]")
     p.add_argument("--workdir", required=True)
+    p.add_argument("--fresh", action="store_true", help="delete the run, start over")
+    p.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="resume a checkpoint of another config (recorded in metrics.jsonl)",
+    )
     p.add_argument("overrides", nargs="*", help="KEY=VALUE config overrides")
     args = p.parse_args(argv)
-    run_rl(load_config(args.config, args.overrides), args.workdir)
+    run_rl(
+        load_config(args.config, args.overrides),
+        args.workdir,
+        fresh=args.fresh,
+        allow_config_change=args.allow_config_change,
+    )
     return 0
 
 

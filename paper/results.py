@@ -23,11 +23,11 @@ None, which the tables show as "–".
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from hat_jax.eval.records import read_records
+from hat_jax.jsonl import read_json
 from hat_jax.train.metrics import read_metrics
 
 DONE = "done"
@@ -237,7 +237,7 @@ def model_facts(config: dict) -> str:
 
 
 def _read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def load_run(root: Path, name: str, done_only: bool = True) -> tuple[Run | None, str]:

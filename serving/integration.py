@@ -27,7 +27,6 @@ import argparse
 import json
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 PARITY_PROMPTS = 5
@@ -84,18 +83,19 @@ def bf16_ties(model, prompt: list[int], theirs: list[int]) -> list[dict]:
 
 
 def vllm_greedy(url: str, prompt: list[int], n: int) -> list[int]:
+    """vLLM's greedy ids for ``prompt`` (``return_token_ids``)."""
+    from hat_jax.endpoint import EndpointClient, PolicyError, parse_completion
+
     body = {
         "model": "hat", "prompt": prompt, "max_tokens": n, "temperature": 0.0,
         "ignore_eos": True, "return_token_ids": True, "skip_special_tokens": False,
     }  # fmt: skip
-    req = urllib.request.Request(
-        url + "/v1/completions",
-        json.dumps(body).encode(),
-        {"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=120) as resp:
-        choice = json.loads(resp.read())["choices"][0]
-    return list(choice["token_ids"])
+    with EndpointClient(url, timeout_s=120, retries=0) as client:
+        where = f"POST {client.url('completions')}"
+        ids = parse_completion(client.post_json("completions", body), where).token_ids
+    if ids is None:
+        raise PolicyError(f"{where}: no choices[0].token_ids (is vLLM too old?)")
+    return ids
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,8 @@ not served in time (the share is over all messages). TTFT is per model call
 (prefill, or the first streamed chunk); ``first_token_s`` is per turn, from
 arrival to the first token of its first model call. Decode tokens/s is per
 stream: tokens after each row's first token over the time they took.
+``time_split`` shares the served turns' time among queue, model, tools, hooks
+and other (the rest of the latency); the shares sum to 1.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
     }
     total = sum(lat)
     split["other"] = max(total - sum(split.values()), 0.0)
+    # The parts come from more than one clock (the virtual clock counts host
+    # CPU time, the harness's tool and hook timings wall time), so on a loaded
+    # machine they can add up to more than the latency: shares of their own sum
+    # then. Either way the shares sum to 1 by construction.
+    whole = sum(split.values())
     if spec is None:
         proposed = sum(c.drafts_proposed for c in calls)
         accepted = sum(c.drafts_accepted for c in calls)
@@ -85,7 +92,7 @@ def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
         "new_tokens": sum(c.new_tokens for c in calls),
         "compile_s_excluded": sum(c.compile_s for c in calls),
         "throughput_tok_s": sum(c.new_tokens for c in calls) / span if span else 0.0,
-        "time_split": {k: v / total if total else 0.0 for k, v in split.items()},
+        "time_split": {k: v / whole if whole else 0.0 for k, v in split.items()},
         "mtp_acceptance_rate": accepted / proposed if proposed else None,
         "mtp_mean_accepted_length": 1.0 + accepted / verifies if verifies else None,
         "errors_sample": [r.error for r in records if r.error][:5],

@@ -14,7 +14,9 @@ contract the replay schedulers use; both policies also satisfy
 - :class:`EndpointPolicy`: an OpenAI-compatible ``/v1/completions`` server,
   streamed (server-sent events) so TTFT is the first text chunk; the prompt is
   rendered by us, as in ``hat_jax.harness.OpenAIPolicy``. One request per
-  conversation, concurrently.
+  conversation, concurrently, through ``hat_jax.endpoint.EndpointClient`` (no
+  redirects, one deadline per request, a reply-size cap, no retries: a replay
+  measures what the server does).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ import concurrent.futures
 import dataclasses
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
+from hat_jax.endpoint import EndpointClient
+from hat_jax.endpoint import PolicyTimeout as PolicyTimeout  # serving.schedule's
 from hat_jax.harness import PolicyError, PolicyOutput, render_prompt
 from hat_jax.harness.policy import formats
 from hat_jax.text.tokenizer import TURN_END_TOKENS
@@ -44,10 +46,6 @@ def _on_jax_event(event: str, duration: float, **kwargs) -> None:
 def compile_seconds() -> float:
     """JAX compile time so far in this process (from the first EmbeddedPolicy)."""
     return _COMPILE_S[0]
-
-
-class PolicyTimeout(PolicyError):
-    """A model call ran out of time (counted apart from other errors)."""
 
 
 @dataclasses.dataclass
@@ -138,7 +136,11 @@ class EmbeddedPolicy:
 
 
 class EndpointPolicy:
-    """An OpenAI-compatible completions endpoint, streamed (module docstring)."""
+    """An OpenAI-compatible completions endpoint, streamed (module docstring).
+
+    ``timeout_s`` is each request's deadline; ``api_key`` is sent as a bearer
+    token to ``base_url``'s origin only.
+    """
 
     def __init__(
         self,
@@ -148,11 +150,12 @@ class EndpointPolicy:
         max_new_tokens: int = 128,
         timeout_s: float = 60.0,
         max_workers: int = 8,
+        api_key: str | None = None,
     ):
-        base = base_url.rstrip("/")
-        self.url = base + (
-            "/completions" if base.endswith("/v1") else "/v1/completions"
+        self.client = EndpointClient(
+            base_url, api_key=api_key, timeout_s=timeout_s, retries=0
         )
+        self.url = self.client.url("completions")
         self.model, self.max_new_tokens = model, max_new_tokens
         self.timeout_s, self.max_workers = timeout_s, max_workers
 
@@ -162,38 +165,15 @@ class EndpointPolicy:
             "temperature": 0.0, "stop": list(TURN_END_TOKENS), "stream": True,
             "stream_options": {"include_usage": True},
         }  # fmt: skip
-        req = urllib.request.Request(
-            self.url, json.dumps(body).encode(), {"Content-Type": "application/json"}
-        )
-        t0 = time.perf_counter()
-        ttft, parts, usage, finish = None, [], {}, "stop"
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                for raw in resp:
-                    line = raw.decode(errors="replace").strip()
-                    if not line.startswith("data:") or line == "data: [DONE]":
-                        continue
-                    event = json.loads(line[5:])
-                    usage = event.get("usage") or usage
-                    for choice in event.get("choices") or ():
-                        if choice.get("text") and ttft is None:
-                            ttft = time.perf_counter() - t0
-                        parts.append(choice.get("text") or "")
-                        finish = choice.get("finish_reason") or finish
-        except TimeoutError as e:
-            raise PolicyTimeout(f"POST {self.url}: timed out ({e})") from None
-        except urllib.error.HTTPError as e:
-            raise PolicyError(f"POST {self.url}: HTTP {e.code}") from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            if isinstance(getattr(e, "reason", None), TimeoutError):
-                raise PolicyTimeout(f"POST {self.url}: timed out") from None
-            raise PolicyError(f"POST {self.url}: {type(e).__name__}: {e}") from None
-        wall = time.perf_counter() - t0
-        ttft = wall if ttft is None else ttft
-        n_new = int(usage.get("completion_tokens") or len(parts))
+        t0 = time.monotonic()
+        events = self.client.post_events("completions", body)
+        wall = time.monotonic() - t0
+        parts, ttft, usage, finish = stream_text(events, f"POST {self.url}")
+        ttft = wall if ttft is None else ttft - t0
+        n_new = usage.get("completion_tokens") or len(parts)
         out = PolicyOutput("".join(parts), None, None,
                            "length" if finish == "length" else "stop")  # fmt: skip
-        return out, wall, ttft, n_new, int(usage.get("prompt_tokens") or 0)
+        return out, wall, ttft, n_new, usage.get("prompt_tokens") or 0
 
     def generate_measured(
         self, conversations: Sequence[Sequence[dict]], *, fmt="qwen_xml", seed=None
@@ -218,11 +198,52 @@ class EndpointPolicy:
         return self.generate_measured(conversations, fmt=fmt, seed=seed)[0]
 
 
-def served_model(base_url: str, timeout_s: float = 10.0) -> str:
+def stream_text(
+    events: Sequence[tuple[float, Any]], where: str
+) -> tuple[list[str], float | None, dict[str, int], str]:
+    """A streamed completion's text parts, the first text's arrival time, its
+    usage and finish reason; a PolicyError names a malformed field."""
+    parts, first, usage, finish = [], None, {}, "stop"
+    for k, (t, event) in enumerate(events, 1):
+        got = event.get("usage")
+        if got is not None:
+            if not isinstance(got, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool)
+                for key, v in got.items()
+                if key in ("prompt_tokens", "completion_tokens")
+            ):
+                raise _bad_event(where, k, "usage", got)
+            usage = got
+        choices = event.get("choices") or []
+        if not isinstance(choices, list):
+            raise _bad_event(where, k, "choices", choices)
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise _bad_event(where, k, "choices[]", choice)
+            text, why = choice.get("text"), choice.get("finish_reason")
+            if text is not None and not isinstance(text, str):
+                raise _bad_event(where, k, "choices[].text", text)
+            if why is not None and not isinstance(why, str):
+                raise _bad_event(where, k, "choices[].finish_reason", why)
+            if text and first is None:
+                first = t
+            parts.append(text or "")
+            finish = why or finish
+    return parts, first, usage, finish
+
+
+def _bad_event(where: str, k: int, field: str, value: Any) -> PolicyError:
+    shown = json.dumps(value, default=str)[:200]
+    return PolicyError(f"{where}: event {k} {field} is malformed: {shown}")
+
+
+def served_model(
+    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
+) -> str:
     """The first model id the server lists at ``/v1/models``."""
     from hat_jax.eval.backends import served_models
 
-    models = served_models(base_url, timeout_s)
+    models = served_models(base_url, timeout_s, api_key=api_key)
     if not models:
         raise PolicyError(f"{base_url} serves no model")
     return models[0]

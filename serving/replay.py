@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hat_jax.endpoint import api_key_from_env
 from serving import metrics, prom
 from serving.cases import Job
 from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
@@ -36,6 +37,8 @@ class ReplayOptions:
       timeout_s: per model call (endpoint); a slower turn is an error.
       time_scale: arrival times are divided by it (endpoint only).
       label: the backend's name in the table.
+      api_key_env: endpoint: the environment variable holding the API key
+        (None: ``HAT_API_KEY`` if set); the name is kept, never the key.
     """
 
     max_new_tokens: int = 128
@@ -43,6 +46,7 @@ class ReplayOptions:
     timeout_s: float = 60.0
     time_scale: float = 1.0
     label: str = ""
+    api_key_env: str | None = None
 
 
 def _embedded(target, opts: ReplayOptions):
@@ -67,11 +71,13 @@ def _embedded(target, opts: ReplayOptions):
 
 
 def _endpoint(url: str, opts: ReplayOptions):
+    key = api_key_from_env(opts.api_key_env)
     policy = EndpointPolicy(
         url,
-        served_model(url),
+        served_model(url, api_key=key),
         max_new_tokens=opts.max_new_tokens,
         timeout_s=opts.timeout_s,
+        api_key=key,
     )
 
     def runner(jobs, backend, concurrency):

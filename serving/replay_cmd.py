@@ -40,6 +40,11 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--time-scale", type=float, default=1.0, help="endpoint: speed up arrivals"
     )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="endpoint: read the API key from this variable (default HAT_API_KEY)",
+    )
     p.add_argument("--label", default="", help="the backend's name in the table")
     p.add_argument("--out", required=True, help="output folder")
 
@@ -62,7 +67,11 @@ def run(args) -> int:
         timeout_s=args.timeout,
         time_scale=args.time_scale,
         label=args.label,
+        api_key_env=args.api_key_env,
     )
+    if args.api_key_env and not args.endpoint:
+        print("--api-key-env needs --endpoint")
+        return 1
     kind, target = (
         ("endpoint", args.endpoint) if args.endpoint else ("embedded", args.model)
     )

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from hat_jax.jsonl import DataError, parse_line, write_text_atomic
+
 VERSION = 1
 BURST_MEAN = 4.0  # messages per burst
 BURST_GAP_S = 0.25  # mean gap inside a burst
@@ -160,7 +162,9 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
     lines = [trace.header]
     lines += [{"kind": "session", **dataclasses.asdict(s)} for s in trace.sessions]
     lines += [{"kind": "message", **dataclasses.asdict(m)} for m in trace.messages]
-    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    write_text_atomic(
+        path, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+    )
     return path
 
 
@@ -187,16 +191,18 @@ def _check_keys(file, n: int, obj: dict, kind: str, keys: dict) -> None:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError as e:
-            raise TraceError(path, n, f"a JSON object ({e})") from None
-        if not isinstance(obj, dict):
-            raise TraceError(path, n, "a JSON object", obj)
-        yield n, obj
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = parse_line(raw, f"{path}:{n}")
+            except DataError as e:  # not UTF-8, not JSON, too deep, ...
+                why = str(e).split(": ", 1)[-1]
+                raise TraceError(path, n, f"a JSON object ({why})") from None
+            if not isinstance(obj, dict):
+                raise TraceError(path, n, "a JSON object", obj)
+            yield n, obj
 
 
 def read_trace(path: str | Path) -> Trace:

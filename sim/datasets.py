@@ -50,6 +50,7 @@ import numpy as np
 
 from hat_jax.harness import LOAD_SKILL, Harness, Trajectory, read_jsonl
 from hat_jax.harness import Mapping as HarnessMapping
+from hat_jax.jsonl import DataError, field, write_jsonl_atomic
 from sim import room as R
 from sim.catalog import STREAM_SECONDS, make_catalog
 from sim.oracle import Case, gold_trajectories
@@ -279,28 +280,74 @@ def generate(
     return out
 
 
+def _dataset_row(traj: Trajectory) -> dict[str, Any]:
+    d = traj.to_dict()
+    d["timings"] = {}
+    return d
+
+
 def dataset_line(traj: Trajectory) -> str:
     """One trajectory as a dataset line (``Trajectory.to_json`` with ``timings``
     emptied)."""
-    d = traj.to_dict()
-    d["timings"] = {}
-    return json.dumps(d, ensure_ascii=False)
+    return json.dumps(_dataset_row(traj), ensure_ascii=False)
 
 
 def write_dataset(trajs: Iterable[Trajectory], path: str | Path) -> int:
     """Writes trajectories as JSONL (byte-identical for equal inputs); returns the
-    number of lines."""
-    n = 0
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for traj in trajs:
-            f.write(dataset_line(traj) + "\n")
-            n += 1
-    return n
+    number of lines.
+
+    The file appears only once complete: a trajectory that does not encode (a
+    lone surrogate from the harness text, say) raises ``DataError`` naming its
+    line, and nothing is written.
+    """
+    return write_jsonl_atomic(path, (_dataset_row(t) for t in trajs))
 
 
 def read_dataset(path: str | Path) -> list[Trajectory]:
-    """The trajectories of a dataset file."""
-    return read_jsonl(path)
+    """The trajectories of a dataset file, with the ``meta`` fields the checks
+    and reports below read checked too.
+
+    Raises:
+      DataError: ``path:line: what was wrong``.
+    """
+    trajs = read_jsonl(path)
+    for t in trajs:
+        _check_meta(t)
+    return trajs
+
+
+def _check_meta(traj: Trajectory) -> None:
+    """``meta.message``, ``meta.catalog`` and ``meta.hsa`` as ``summarize`` and
+    ``assert_disjoint`` use them (each may be absent)."""
+    where = traj.where or "trajectory"
+
+    def opt(obj, key, kinds, label):
+        kinds = (*kinds, type(None))
+        return field(obj or {}, key, where, kinds, default=None, label=label)
+
+    def strings(values, label):
+        if not all(isinstance(v, str) for v in values):
+            raise DataError(f"{where}: field '{label}' must hold only strings")
+
+    msg = opt(traj.meta, "message", (dict,), "meta.message")
+    for key in ("intent", "lang"):
+        opt(msg, key, (str,), f"meta.message.{key}")
+    cat = opt(traj.meta, "catalog", (dict,), "meta.catalog")
+    for key in ("skus", "brands"):
+        label = f"meta.catalog.{key}"
+        strings(opt(cat, key, (list,), label) or (), label)
+    hsa = opt(traj.meta, "hsa", (dict,), "meta.hsa")
+    mapping = opt(hsa, "mapping", (dict,), "meta.hsa.mapping")
+    if mapping:
+        for key in ("tools", "skills"):
+            table = opt(mapping, key, (dict,), f"meta.hsa.mapping.{key}") or {}
+            strings(table.values(), f"meta.hsa.mapping.{key}")
+        try:
+            HarnessMapping.from_dict(mapping)
+        except (TypeError, ValueError, AttributeError) as e:
+            raise DataError(
+                f"{where}: field 'meta.hsa.mapping' is not a harness mapping ({e})"
+            ) from None
 
 
 # --- Checks and reports -------------------------------------------------------------
@@ -390,12 +437,11 @@ def summarize(trajs: Sequence[Trajectory]) -> dict[str, Any]:
 
 
 def report(path: str | Path) -> dict[str, Any]:
-    """:func:`summarize` of a dataset file, plus its size (lines, bytes)."""
+    """:func:`summarize` of a dataset file, plus its size (lines, bytes).
+
+    Raises:
+      DataError: ``path:line: what was wrong`` for a bad line, or an empty file.
+    """
     path = Path(path)
-    with open(path, "rb") as f:
-        lines = sum(1 for line in f if line.strip())
-    return {
-        **summarize(read_dataset(path)),
-        "lines": lines,
-        "bytes": path.stat().st_size,
-    }
+    trajs = read_dataset(path)
+    return {**summarize(trajs), "lines": len(trajs), "bytes": path.stat().st_size}

@@ -2,16 +2,24 @@
 
 ``LLMJudge(["http://host:8000", ...])`` scores a turn like the rule judge
 (``judge(traj, snapshot, msg, binding) -> {reward: Score}``) by asking judge
-models (``POST {base}/v1/chat/completions``, stdlib ``urllib``) with the prompt
-of ``sim/judge_prompt.py``. Votes: one per endpoint over up to three endpoints,
-or three samples (temperature ``sample_temperature``, distinct seeds) from fewer.
-Per reward: majority for binary accuracy (a tie -> 0), the lower median for the
-others (effectiveness snapped to 0 / 0.5 / 1). ``success``, the headline, is
-derived from the voted rewards (``success_from_votes``) as the rule judge
-defines it (``sim/judge_success.py``). A vote that fails (HTTP error,
-timeout, unreadable JSON, a bad score) is retried up to ``retries`` times, then
-recorded in ``Verdict.errors``; a reward with no valid vote scores NaN. Nothing
-here raises on a bad reply.
+models (``POST {base}/v1/chat/completions`` through
+``hat_jax.endpoint.EndpointClient``: no redirects, a deadline per request, a
+reply-size cap) with the prompt of ``sim/judge_prompt.py``. Votes: one per
+endpoint over up to three endpoints, or three samples (temperature
+``sample_temperature``, distinct seeds) from fewer. Per reward: majority for
+binary accuracy (a tie -> 0), the lower median for the others (effectiveness
+snapped to 0 / 0.5 / 1). ``success``, the headline, is derived from the voted
+rewards (``success_from_votes``) as the rule judge defines it
+(``sim/judge_success.py``). A request that gets HTTP 429 or 5xx or a refused
+connection is retried by the client (up to ``retries`` times, with back-off);
+a verdict without usable scores is asked again up to ``retries`` times. Every
+failed attempt is recorded in ``Verdict.errors`` (a timeout or a malformed
+reply ends the vote); a reward with no valid vote scores NaN.
+Nothing here raises on a bad reply.
+
+The API key of an endpoint is ``Endpoint.api_key``, or else read from the
+environment variable ``Endpoint.api_key_env`` (``HAT_JUDGE_API_KEY`` by
+default, which may be unset: no key).
 
 ``agreement(a, b)`` compares two judges (or a judge and labels) per reward.
 """
@@ -19,16 +27,13 @@ here raises on a bad reply.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import statistics
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from hat_jax.endpoint import EndpointClient, PolicyError, api_key_from_env, parse_chat
 from hat_jax.harness import Trajectory
 from sim.binding import Binding
 from sim.judge_prompt import extract_json, judge_messages, parse_verdict
@@ -36,20 +41,32 @@ from sim.rewards import BINARY, GRADED, REWARDS, SUCCESS, Score
 from sim.types import RoomSnapshot, ViewerMessage
 
 VOTES = 3
+JUDGE_API_KEY_ENV = "HAT_JUDGE_API_KEY"
 
 
 @dataclasses.dataclass(frozen=True)
 class Endpoint:
-    """An OpenAI-compatible server: ``base_url`` with or without ``/v1``."""
+    """An OpenAI-compatible server: ``base_url`` with or without ``/v1``.
+
+    ``api_key`` (never shown in a repr), or else the environment variable
+    ``api_key_env`` (None: ``HAT_JUDGE_API_KEY``, which may be unset).
+    """
 
     base_url: str
     model: str = "judge"
-    api_key: str | None = None
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    api_key_env: str | None = None
 
     @property
     def url(self) -> str:
         base = self.base_url.rstrip("/")
         return base + ("" if base.endswith("/v1") else "/v1") + "/chat/completions"
+
+    def key(self) -> str | None:
+        """The API key to send (ValueError if a named variable is unset)."""
+        if self.api_key:
+            return self.api_key
+        return api_key_from_env(self.api_key_env, default=JUDGE_API_KEY_ENV)
 
 
 @dataclasses.dataclass
@@ -61,34 +78,11 @@ class Verdict:
     errors: list[str]
 
 
-class JudgeError(Exception):
-    """A vote attempt that produced nothing usable (caught, retried, recorded)."""
-
-
-def chat(ep: Endpoint, messages: list[dict], *, timeout: float, **params) -> str:
-    """One chat completion's text; raises JudgeError on any failure."""
-    body = {"model": ep.model, "messages": messages, **params}
-    headers = {"Content-Type": "application/json"}
-    if ep.api_key:
-        headers["Authorization"] = f"Bearer {ep.api_key}"
-    data = json.dumps(body, ensure_ascii=False).encode()
-    req = urllib.request.Request(ep.url, data=data, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            payload = json.loads(resp.read().decode("utf-8", "replace"))
-    except urllib.error.HTTPError as e:
-        raise JudgeError(f"HTTP {e.code} from {ep.url}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        raise JudgeError(f"{type(e).__name__} from {ep.url}: {e}") from None
-    except (json.JSONDecodeError, UnicodeError):
-        raise JudgeError(f"non-JSON response from {ep.url}") from None
-    try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise JudgeError(f"no choices[0].message.content from {ep.url}") from None
-    if not isinstance(content, str):
-        raise JudgeError(f"content is {type(content).__name__}, not text")
-    return content
+def chat(client: EndpointClient, model: str, messages: list[dict], **params) -> str:
+    """One chat completion's text; raises PolicyError on any failure."""
+    body = {"model": model, "messages": messages, **params}
+    path = "chat/completions"
+    return parse_chat(client.post_json(path, body), f"POST {client.url(path)}")
 
 
 def vote(values: Sequence[float], name: str) -> float:
@@ -109,9 +103,10 @@ class LLMJudge:
       endpoints: ``Endpoint``s or base URLs; the first ``votes`` are used, or
         cycled when there are fewer.
       votes: votes per turn (3).
-      timeout: seconds per HTTP request.
-      retries: extra attempts per vote after a failure.
-      backoff: seconds before the first retry, doubled each time.
+      timeout: the deadline of one request (its retries included), seconds.
+      retries: extra requests after HTTP 429/5xx or a refused connection, and
+        extra requests after a verdict without usable scores.
+      backoff: seconds before the first HTTP retry, doubled each time.
       temperature: sampling temperature when each vote has its own endpoint.
       sample_temperature: when an endpoint gives several votes.
       max_tokens: per answer.
@@ -138,6 +133,16 @@ class LLMJudge:
         self.temperature = temperature if len(eps) >= votes else sample_temperature
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self.max_tokens, self.json_mode = max_tokens, json_mode
+        self.clients = {
+            ep: EndpointClient(
+                ep.base_url,
+                api_key=ep.key(),
+                timeout_s=timeout,
+                retries=retries,
+                backoff_s=backoff,
+            )
+            for ep in dict.fromkeys(eps)
+        }
 
     def _params(self, k: int) -> dict[str, Any]:
         params = {
@@ -153,16 +158,16 @@ class LLMJudge:
         """One vote, retried; None (and its errors recorded) when all fail."""
         ep = self.plan[k]
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+            where = f"vote {k} ({ep.base_url}) attempt {attempt}"
             try:
-                text = chat(ep, messages, timeout=self.timeout, **self._params(k))
-                scores, problems = parse_verdict(extract_json(text))
-                if problems:
-                    raise JudgeError("; ".join(problems) + f" in {text[:200]!r}")
+                text = chat(self.clients[ep], ep.model, messages, **self._params(k))
+            except PolicyError as e:  # the client already retried what can be
+                errors.append(f"{where}: {e}")
+                return None
+            scores, problems = parse_verdict(extract_json(text))
+            if not problems:
                 return scores
-            except JudgeError as e:
-                errors.append(f"vote {k} ({ep.base_url}) attempt {attempt}: {e}")
+            errors.append(f"{where}: " + "; ".join(problems) + f" in {text[:200]!r}")
         return None
 
     def judge(

@@ -154,12 +154,14 @@ SCALES = {
         vocab=512,
         model={"layers": 1, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32},
         world={"base_n": 16, "prompts_n": 8, "sim_n": 8, "copies": 1},
-        base={"steps": 2, "batch_size": 1, "seq_len": 512, "lr": 1e-3},
-        sft={"steps": 2, "batch_size": 1, "seq_len": 512, "lr": 1e-3},
+        # 4,096: the markdown prompt is ~2,200 tokens of this 512-token BPE (at
+        # 512 every trajectory was cut before its first trained token)
+        base={"steps": 2, "batch_size": 1, "seq_len": 4096, "lr": 1e-3},
+        sft={"steps": 2, "batch_size": 1, "seq_len": 4096, "lr": 1e-3},
         opd={"steps": 2, "batch_size": 2, "max_new_tokens": 4, "lr": 1e-4},
         rl={"steps": 1, "tasks": 1, "group": 2, "max_new_tokens": 4},
         ev={"limit": 2, "max_new_tokens": 4, "batch_size": 2},
-        mtp={"steps": 2, "batch_size": 1, "seq_len": 512, "lr": 1e-3},
+        mtp={"steps": 2, "batch_size": 1, "seq_len": 4096, "lr": 1e-3},
         replay={"trace": _trace(4, rate=1.0), "concurrency": [1, 2]}
         | {"max_new_tokens": 4},
         est={"data": 3, "tok": 1, "base": 10, "sft": 10, "opd": 15, "rl": 15}

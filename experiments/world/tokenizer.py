@@ -31,7 +31,7 @@ from pathlib import Path
 import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from hat_jax.harness.trajectory import Trajectory
+from hat_jax.harness.trajectory import Trajectory, check_messages
 from hat_jax.jsonl import iter_jsonl
 from hat_jax.text.chat import render_chat
 from hat_jax.text.qwen_tokenizer import SPLIT_PATTERN
@@ -64,23 +64,14 @@ def _render_line(obj: object, where: str) -> str:
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     if "harness_id" in obj:
-        try:
-            traj = Trajectory.from_dict(obj)
-            return render_chat(traj.messages, add_generation_prompt=False)
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
-            raise ValueError(f"{where}: not a trajectory ({e})") from None
+        traj = Trajectory.from_dict(obj, where)  # a located DataError if not
+        return render_chat(traj.messages, add_generation_prompt=False)
     if isinstance(obj.get("prompt"), str):
         return render_chat([{"role": "user", "content": obj["prompt"]}])
     msgs = obj.get("messages")
-    if (
-        isinstance(msgs, list)
-        and msgs
-        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs)
-    ):
-        try:
-            return render_chat(msgs)
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
-            raise ValueError(f"{where}: messages do not render ({e})") from None
+    if isinstance(msgs, list) and msgs:
+        check_messages(msgs, where)
+        return render_chat(msgs)
     raise ValueError(
         f"{where}: expected a trajectory (with 'harness_id' and 'messages') or a "
         "prompt ('messages': a non-empty list of objects with a 'role', or "

@@ -36,6 +36,20 @@ _NP_DTYPES = {
 _FUSED_EXPERT = re.compile(r"^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$")
 
 
+def _plain_name(name: str) -> bool:
+    """A file name with no folder part (an index may not point elsewhere)."""
+    return bool(name) and Path(name).name == name and name not in (".", "..")
+
+
+def _check_header(path: Path) -> list[str]:
+    """The tensor names of a safetensors file; a damaged one is a ValueError."""
+    try:
+        with safe_open(path, "np") as f:
+            return list(f.keys())
+    except Exception as e:  # safetensors raises its own error types
+        raise ValueError(f"{path}: not a readable safetensors file ({e})") from None
+
+
 class TensorSource:
     """Lazy name -> numpy access over one or more safetensors files."""
 
@@ -49,15 +63,29 @@ class TensorSource:
     def from_folder(cls, folder: Path) -> TensorSource:
         index = folder / "model.safetensors.index.json"
         if index.exists():
-            weight_map = json.loads(index.read_text())["weight_map"]
-            return cls({k: folder / v for k, v in weight_map.items()})
+            try:
+                weight_map = json.loads(index.read_text())["weight_map"]
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(
+                    f"{index}: expected {{'weight_map': ...}} ({e})"
+                ) from None
+            if not isinstance(weight_map, dict) or not all(
+                isinstance(v, str) and _plain_name(v) for v in weight_map.values()
+            ):
+                raise ValueError(
+                    f"{index}: weight_map must map tensor names to file names "
+                    "inside the folder"
+                )
+            files = {k: folder / v for k, v in weight_map.items()}
+            for path in set(files.values()):
+                _check_header(path)
+            return cls(files)
         single = folder / "model.safetensors"
         if not single.exists():
             raise FileNotFoundError(
                 f"{folder}: no model.safetensors or model.safetensors.index.json"
             )
-        with safe_open(single, "np") as f:
-            return cls({k: single for k in f.keys()})
+        return cls({k: single for k in _check_header(single)})
 
     def names(self) -> set[str]:
         return set(self._files)

@@ -55,6 +55,9 @@ class _Printer:
 def run(args) -> int:
     t0 = time.time()
     model, cfg, tok = load_model(args.model)
+    if tok is None:
+        print(f"hat chat: error: {args.model} has no tokenizer.json", file=sys.stderr)
+        return 1
     sampler = Sampler(model, tok)
     sp = SamplingParams(
         max_new_tokens=args.max_new_tokens,

@@ -35,16 +35,16 @@ def _ifeval_score_args(p: argparse.ArgumentParser) -> None:
 
 def _ifeval_score(args: argparse.Namespace) -> int:
     from hat_jax.eval import ifeval
+    from hat_jax.jsonl import write_jsonl_atomic, write_text_atomic
 
     rows = ifeval.read_responses(args.responses)
     records, summary = ifeval.score_responses(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "records.jsonl", "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "summary.md").write_text(ifeval.summary_markdown(summary))
+    # Each file appears whole or not at all (a kill mid-write leaves no stub).
+    write_jsonl_atomic(out / "records.jsonl", records)
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out / "summary.md", ifeval.summary_markdown(summary))
     print(" ".join(f"{m}={summary[m]:.4f}" for m in ifeval.METRICS))
     if summary.get("missing_prompts"):
         print(f"note: {summary['missing_prompts']} IFEval prompts have no response")

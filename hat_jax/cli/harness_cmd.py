@@ -1,6 +1,8 @@
 """Validate a harness folder or print its system prompt.
 
-DIR is a harness folder or a builtin name (taolive_v1, taolive_v2).
+DIR is a harness folder or a builtin name (taolive_v1, taolive_v2); a folder of
+a builtin's name in the working directory wins, with a notice on stderr. Names
+and paths from the folder are printed with terminal control characters escaped.
 
 Examples:
   hat harness validate taolive_v1
@@ -15,12 +17,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
-from hat_jax.harness.builtin import BUILTIN, builtin_path
+from hat_jax.harness.builtin import BUILTIN
 from hat_jax.harness.loader import HarnessError, load_harness
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import PROMPT_FORMATS, Harness
+from hat_jax.printable import shown
 
 
 def add_arguments(p) -> None:
@@ -39,15 +41,10 @@ def add_arguments(p) -> None:
     )
 
 
-def _folder(name: str) -> Path:
-    path = Path(name)
-    return builtin_path(name) if name in BUILTIN and not path.exists() else path
-
-
 def _summary(h: Harness) -> str:
     kinds = [s.kind for s in h.skills]
     skills = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
-    return (
+    return shown(
         f"OK {h.id}: {len(h.skills)} skills ({skills}), {len(h.tools)} tools, "
         f"hooks [{', '.join(x.name for x in h.hooks)}], prompt {h.layout.format}, "
         f"turn_limit {h.turn_limit}, retry_limit {h.retry_limit}, "
@@ -57,11 +54,11 @@ def _summary(h: Harness) -> str:
 
 def run(args) -> int:
     try:
-        harness = load_harness(_folder(args.dir))
+        harness = load_harness(args.dir)  # resolves builtin names
     except HarnessError as e:
-        for line in e.errors:
+        for line in e.errors:  # already printable
             print(line, file=sys.stderr)
-        print(f"{len(e.errors)} error(s) in {args.dir}", file=sys.stderr)
+        print(f"{e.total} error(s) in {shown(args.dir)}", file=sys.stderr)
         return 1
     if args.action == "validate":
         print(_summary(harness))
@@ -78,5 +75,6 @@ def run(args) -> int:
             return 1
     if args.format:
         harness = harness.replace(layout=replace(harness.layout, format=args.format))
-    print(render_system_prompt(harness, room))
+    # The prompt as the model gets it, but no raw ESC or bidi codes on a terminal.
+    print(shown(render_system_prompt(harness, room), keep="\n\t"))
     return 0

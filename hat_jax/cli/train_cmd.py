@@ -13,6 +13,9 @@ Examples:
 
 The workdir receives config.json, metrics.jsonl, tb/ (TensorBoard) and ckpt/; run
 the same command again to resume from its latest checkpoint (data order included).
+A rerun with another model, data or optimiser setting is refused, naming the keys:
+`--fresh` deletes the earlier run and starts over, `--allow-config-change` resumes
+anyway and records the change in metrics.jsonl (hat_jax/train/workdir.py).
 """
 
 from __future__ import annotations
@@ -55,12 +58,24 @@ def add_arguments(p) -> None:
     p.add_argument("stage", choices=sorted(stages()), help="which stage to run")
     p.add_argument("--workdir", required=True, help="run folder (created; resumed)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the workdir's checkpoints, metrics and config.json; start over",
+    )
+    p.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="resume a checkpoint of another config (the change is recorded in "
+        "metrics.jsonl)",
+    )
     add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
 
 
 def run(args) -> int:
     from hat_jax.cli.config_flags import ConfigError, load_config
     from hat_jax.train.metrics import NonFiniteError
+    from hat_jax.train.workdir import RunConfigError
 
     try:
         cfg = load_config(args.config, getattr(args, "config_overrides", []))
@@ -82,8 +97,14 @@ def run(args) -> int:
     except ImportError as e:  # a plugin stage whose package is not installed here
         print(f"hat train: error: stage {args.stage!r}: {e}", file=sys.stderr)
         return 2
+    # only flags given reach the runner: a plugin stage may not take them
+    flags = ("fresh", "allow_config_change")
+    kw = {k: True for k in flags if getattr(args, k, False)}
     try:
-        _, _, last = runner(cfg, args.workdir, progress=not args.no_progress)
+        _, _, last = runner(cfg, args.workdir, progress=not args.no_progress, **kw)
+    except RunConfigError as e:
+        print(f"hat train: error: {e}", file=sys.stderr)
+        return 2
     except NonFiniteError as e:
         print(f"hat train: error: {e}", file=sys.stderr)
         return 1

@@ -7,7 +7,9 @@
   ``generate`` call, so many cases decode together.
 - ``openai``: an OpenAI-compatible ``/v1/completions`` server (vLLM), one
   request per conversation on a thread pool of ``concurrency`` workers; the
-  served model name defaults to the first one ``/v1/models`` lists.
+  served model name defaults to the first one ``/v1/models`` lists. Its API
+  key is read from the environment variable ``api_key_env`` (default
+  ``HAT_API_KEY``, see :func:`hat_jax.endpoint.api_key_from_env`).
 - ``fixed``: answers every model call with one sentence (a floor for tests).
 
 Decoding is greedy by default (temperature 0), so an eval is reproducible.
@@ -16,11 +18,10 @@ Decoding is greedy by default (temperature 0), so an eval is reproducible.
 from __future__ import annotations
 
 import dataclasses
-import json
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from hat_jax.endpoint import EndpointClient, api_key_from_env, parse_models
 from hat_jax.harness import OpenAIPolicy, Policy, PolicyError, ScriptedPolicy
 
 FIXED_SENTENCE = "Thanks for watching, see you soon!"
@@ -37,7 +38,10 @@ class BackendOptions:
       enable_thinking: the thinking pre-fill (None: the template's default).
       concurrency: parallel requests to an endpoint.
       served_model: the endpoint's model name (None: ask ``/v1/models``).
-      timeout_s: per-request timeout for an endpoint.
+      timeout_s: per-request deadline for an endpoint.
+      api_key_env: the environment variable holding the endpoint's API key
+        (None: ``HAT_API_KEY`` if set, else no key). The name, not the key, so
+        options can be printed and saved.
     """
 
     max_new_tokens: int = 256
@@ -47,6 +51,7 @@ class BackendOptions:
     concurrency: int = 8
     served_model: str | None = None
     timeout_s: float = 120.0
+    api_key_env: str | None = None
 
 
 def load_jax_model(path_or_name: str):
@@ -61,6 +66,11 @@ def load_jax_model(path_or_name: str):
     from hat_jax.loading import load_model
 
     model, _, tokenizer = load_model(path_or_name, param_dtype="float32")
+    if tokenizer is None:
+        raise ValueError(
+            f"{path_or_name}: no tokenizer.json beside the weights; decoding "
+            "needs one (copy it from the base model's folder)"
+        )
     return model, tokenizer
 
 
@@ -83,29 +93,27 @@ def jax_policy(path_or_name: str, opts: BackendOptions) -> Policy:
     )
 
 
-def served_models(base_url: str, timeout_s: float = 10.0) -> list[str]:
+def served_models(
+    base_url: str, timeout_s: float = 10.0, *, api_key: str | None = None
+) -> list[str]:
     """The model ids an OpenAI-compatible server lists at ``/v1/models``."""
-    base = base_url.rstrip("/")
-    url = base + ("/models" if base.endswith("/v1") else "/v1/models")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            data = json.loads(resp.read())
-        return [m["id"] for m in data.get("data", ())]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise PolicyError(f"GET {url} failed: {e}") from None
+    with EndpointClient(base_url, api_key=api_key, timeout_s=timeout_s) as client:
+        return parse_models(client.get_json("models"), f"GET {client.url('models')}")
 
 
 def openai_policy(base_url: str, opts: BackendOptions) -> Policy:
     """An OpenAI-compatible endpoint behind :class:`~hat_jax.harness.OpenAIPolicy`."""
+    api_key = api_key_from_env(opts.api_key_env)
     model = opts.served_model
     if model is None:
-        models = served_models(base_url)
+        models = served_models(base_url, api_key=api_key)
         if not models:
             raise PolicyError(f"{base_url} serves no model")
         model = models[0]
     return OpenAIPolicy(
         base_url,
         model,
+        api_key=api_key,
         max_tokens=opts.max_new_tokens,
         temperature=opts.temperature,
         max_workers=opts.concurrency,

@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from hat_jax.jsonl import DataError, parse_line, write_text_atomic
+
 Record = dict[str, Any]
 RUN_FILE = "run.json"
 
@@ -32,16 +34,23 @@ def _complete_lines(path: Path) -> tuple[list[bytes], int]:
 
 
 def iter_records(path: str | Path) -> Iterator[Record]:
-    """The records of a file in order (a torn last line is skipped)."""
+    """The records of a file in order (a torn last line is skipped).
+
+    Raises:
+      DataError: ``path:line: ...`` for a line that is not a JSON object with a
+        string ``id``.
+    """
     path = Path(path)
     lines, _ = _complete_lines(path)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            yield json.loads(line)
-        except ValueError as e:
-            raise ValueError(f"{path}:{n}: not a JSON record ({e})") from None
+        where = f"{path}:{n}"
+        # A judge without a valid vote scores NaN, which json.dumps wrote.
+        record = parse_line(line, where, allow_nan=True)
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            raise DataError(f"{where}: not a record (a JSON object with a string id)")
+        yield record
 
 
 def read_records(path: str | Path) -> list[Record]:
@@ -99,7 +108,9 @@ def check_run(out_dir: str | Path, config: Mapping[str, Any]) -> None:
     path = Path(out_dir) / RUN_FILE
     config = json.loads(json.dumps(dict(config)))  # as it reads back
     if path.exists():
-        before = json.loads(path.read_text(encoding="utf-8"))
+        before = parse_line(path.read_bytes(), str(path), allow_nan=True)
+        if not isinstance(before, dict):
+            raise DataError(f"{path}: expected a JSON object of settings")
         diff = sorted(
             k for k in set(before) | set(config) if before.get(k) != config.get(k)
         )
@@ -113,6 +124,4 @@ def check_run(out_dir: str | Path, config: Mapping[str, Any]) -> None:
             )
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    write_text_atomic(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")

@@ -12,6 +12,7 @@ from hat_jax.harness.backend import (
     ToolOutcome,
 )
 from hat_jax.harness.builtin import BUILTIN, builtin_path
+from hat_jax.harness.dump import dump_harness
 from hat_jax.harness.hooks import (
     HookDef,
     find_numbers,
@@ -26,7 +27,6 @@ from hat_jax.harness.hooks import (
 from hat_jax.harness.json_schema import check_schema, validate_json
 from hat_jax.harness.loader import (
     HarnessError,
-    dump_harness,
     load_harness,
     skill_references,
     tool_references,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 # Tool, skill and parameter names: safe as file names and in both call formats.
@@ -28,6 +28,7 @@ SCHEMA_KEYS = (
     "default",
 )
 MAX_DEPTH = 8  # nested schema levels a tool spec may use
+MAX_LISTED = 20  # choices an "expected one of" message names
 
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
@@ -58,6 +59,19 @@ def describe(value: Any, limit: int = 40) -> str:
     return f"a {type(value).__name__}"
 
 
+def listed(items: Iterable[Any], show: Callable[[Any], str] = repr) -> str:
+    """``[a, b, c]``, or the first ``MAX_LISTED`` and how many more, so that an
+    error about one value never lists thousands of names."""
+    items = items if isinstance(items, list | tuple) else list(items)  # no copy
+    head = ", ".join(show(x) for x in items[:MAX_LISTED])
+    more = len(items) - MAX_LISTED
+    return f"[{head}, ... and {more:,} more]" if more > 0 else f"[{head}]"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _type_of(value: Any) -> str:
     for name in ("boolean", "integer", "number", "string", "null", "array", "object"):
         if _TYPES[name](value):
@@ -68,6 +82,18 @@ def _type_of(value: Any) -> str:
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: true is not 1."""
     return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _canon(value: Any) -> Any:
+    """A hashable key equal for values that are ``_same`` (1 and 1.0, not true)."""
+    try:
+        hash(value)
+    except TypeError:  # lists, mappings: their canonical JSON text
+        try:
+            return ("json", json.dumps(value, sort_keys=True, default=repr))
+        except (TypeError, ValueError):  # keys of mixed types, cycles
+            return ("repr", repr(value))
+    return (isinstance(value, bool), value)
 
 
 def _is_number(v: Any) -> bool:
@@ -83,6 +109,22 @@ def validate_json(
     call's unknown argument is a mistake, not an extension. Integral floats
     count as integers (JSON has one number type).
     """
+    return _validate(value, schema, closed, path, {})
+
+
+def _in_enum(value: Any, enum: list, sets: dict[int, set]) -> bool:
+    """``value`` is in ``enum``; a long enum is hashed once per validation (an
+    array of n values against an enum of n: n look-ups, not n * n comparisons)."""
+    if len(enum) <= 8:
+        return any(_same(value, e) for e in enum)
+    if id(enum) not in sets:  # the schema outlives this validation: ids are stable
+        sets[id(enum)] = {_canon(e) for e in enum}
+    return _canon(value) in sets[id(enum)]
+
+
+def _validate(
+    value: Any, schema: Mapping[str, Any], closed: bool, path: str, sets: dict
+) -> list[str]:
     at = path or "arguments"
     if not isinstance(schema, Mapping):
         return []
@@ -93,8 +135,8 @@ def validate_json(
             want = " or ".join(str(t) for t in types)
             return [f"{at}: expected {want}, got {_type_of(value)} {describe(value)}"]
     enum = schema.get("enum")
-    if isinstance(enum, list) and not any(_same(value, e) for e in enum):
-        return [f"{at}: expected one of {json.dumps(enum, ensure_ascii=False)}"]
+    if isinstance(enum, list) and not _in_enum(value, enum, sets):
+        return [f"{at}: expected one of {listed(enum, _json)}"]
     errs: list[str] = []
     lo, hi = schema.get("minimum"), schema.get("maximum")
     if _is_number(value) and _is_number(lo) and value < lo:
@@ -102,16 +144,16 @@ def validate_json(
     if _is_number(value) and _is_number(hi) and value > hi:
         errs.append(f"{at}: expected at most {hi}, got {value}")
     if isinstance(value, dict):
-        errs += _validate_object(value, schema, closed, path)
+        errs += _validate_object(value, schema, closed, path, sets)
     items = schema.get("items")
     if isinstance(value, list) and isinstance(items, Mapping):
         for i, item in enumerate(value):
-            errs += validate_json(item, items, closed=closed, path=f"{at}[{i}]")
+            errs += _validate(item, items, closed, f"{at}[{i}]", sets)
     return errs
 
 
 def _validate_object(
-    value: dict, schema: Mapping[str, Any], closed: bool, path: str
+    value: dict, schema: Mapping[str, Any], closed: bool, path: str, sets: dict
 ) -> list[str]:
     errs = []
     props = schema.get("properties")
@@ -124,12 +166,12 @@ def _validate_object(
     extra = schema.get("additionalProperties", not closed)
     for key, item in value.items():
         if key in props:
-            errs += validate_json(item, props[key], closed=closed, path=prefix + key)
+            errs += _validate(item, props[key], closed, prefix + key, sets)
         elif extra is False:
-            known = ", ".join(props) or "none"
+            known = listed(props, str)[1:-1] or "none"
             errs.append(f"{prefix}{key}: unknown argument (expected: {known})")
         elif isinstance(extra, Mapping):
-            errs += validate_json(item, extra, closed=closed, path=f"{prefix}{key}")
+            errs += _validate(item, extra, closed, prefix + key, sets)
     return errs
 
 
@@ -155,6 +197,9 @@ def check_schema(s: Any, path: Path = (), depth: int = 0) -> list[tuple[Path, st
     elif not types or any(x not in JSON_TYPES for x in types):
         err("type", f"unknown type {describe(t)}; expected one of {JSON_TYPES}")
         types = []
+    elif len(set(types)) < len(types):  # JSON Schema: the names must be unique
+        err("type", f"type lists a name twice: {describe(t)}")
+        types = list(dict.fromkeys(types))
 
     def given(key: str, *wanted: str) -> bool:
         if key in s and types and not set(wanted) & set(types):
@@ -202,23 +247,28 @@ def check_schema(s: Any, path: Path = (), depth: int = 0) -> list[tuple[Path, st
 def _check_required(req: Any, props: dict, path: Path) -> list[tuple[Path, str]]:
     if not isinstance(req, list):
         return [(path, f"required: expected a list of names, got {describe(req)}")]
-    errs = []
+    errs, seen = [], set()
     for i, r in enumerate(req):
         if not isinstance(r, str) or r not in props:
             errs.append(((*path, i), f"required names {describe(r)}: not a property"))
-        elif r in req[:i]:
-            errs.append(((*path, i), f"required lists {r!r} twice"))
+        elif r in seen:
+            errs.append(((*path, i), f"required lists {describe(r)} twice"))
+        else:
+            seen.add(r)
     return errs
 
 
 def _check_enum(enum: Any, types: list[str], path: Path) -> list[tuple[Path, str]]:
     if not isinstance(enum, list) or not enum:
         return [(path, f"enum: expected a non-empty list, got {describe(enum)}")]
-    errs = []
+    errs, seen = [], set()
     for i, v in enumerate(enum):
         if isinstance(v, dict | list) or (types and validate_json(v, {"type": types})):
             want = "/".join(types) or "scalar"
             errs.append(((*path, i), f"enum value {describe(v)}: expected a {want}"))
-        elif any(_same(v, w) for w in enum[:i]):
+            continue
+        key = _canon(v)
+        if key in seen:
             errs.append(((*path, i), f"enum value {describe(v)} is listed twice"))
+        seen.add(key)
     return errs

@@ -1,4 +1,4 @@
-"""Harness folders: load one (validating everything) and write one.
+"""Harness folders: load one, validating everything (``dump.py`` writes one).
 
 A harness folder holds::
 
@@ -29,24 +29,44 @@ Every problem becomes one ``path:line: what was expected`` message; all are
 collected and raised together as :class:`HarnessError`, the only exception
 ``load_harness`` raises for any folder content. Nothing in a folder is executed:
 YAML is safe-loaded, JSON is data, hooks are names from the registry.
+
+Nothing outside the folder is read either: the manifest, ``skills/``, ``tools/``
+and every file in them must be regular files and folders, not links (nor fifos or
+devices, which are never opened); a file holds at most ``MAX_FILE_BYTES`` (1 MB);
+YAML anchors and aliases are refused (they expand a small file into a huge
+prompt), and so is text that cannot be written as UTF-8. Paths and names in
+messages are ``shown`` (terminal control characters escaped); at most
+``MAX_ERRORS`` messages are kept, then how many more there were.
 """
 
 from __future__ import annotations
 
-import json
+import bisect
+import logging
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hat_jax.harness import hooks as hooks_mod
 from hat_jax.harness.builtin import BUILTIN, builtin_path
-from hat_jax.harness.json_schema import NAME_RE, check_schema, describe
-from hat_jax.harness.sourcemap import Doc, Key, parse_json, parse_yaml, read_text
+from hat_jax.harness.dump import dump_harness  # still importable from here
+from hat_jax.harness.json_schema import NAME_RE, check_schema, describe, listed
+from hat_jax.harness.sourcemap import (
+    MAX_FILE_BYTES,
+    Doc,
+    Key,
+    kind_of,
+    parse_json,
+    parse_yaml,
+    read_text,
+    refusal,
+)
 from hat_jax.harness.spec import (
+    FOLDERS,
     LOAD_SKILL,
+    MANIFEST,
     PROMPT_FORMATS,
     SECTION_NAMES,
     SKILL_KINDS,
@@ -56,9 +76,20 @@ from hat_jax.harness.spec import (
     Skill,
     Tool,
 )
+from hat_jax.printable import shown
 from hat_jax.text.toolcall import get_format
 
-MANIFEST = "manifest.yaml"
+MAX_ERRORS = 200  # messages a HarnessError keeps; the rest are counted
+__all__ = [
+    "MAX_ERRORS",
+    "MAX_FILE_BYTES",
+    "HarnessError",
+    "dump_harness",
+    "load_harness",
+    "skill_references",
+    "tool_references",
+]
+_log = logging.getLogger(__name__)
 _TOOL_REF = re.compile(r"(?<!`)`([A-Za-z_][A-Za-z0-9_.\-]*)(?:\([^`\n]*\))?`(?!`)")
 _SKILL_REF = re.compile(r"""load_skill\(\s*(?:name\s*=\s*)?(["'])([^"'\n]+)\1\s*\)""")
 _MANIFEST_KEYS = {  # key -> required
@@ -80,11 +111,23 @@ _OBJECT_SCHEMA = '{"type": "object", "properties": {...}}'
 
 
 class HarnessError(ValueError):
-    """A harness folder is invalid; ``errors`` holds every ``path:line: ...``."""
+    """A harness folder is invalid; ``errors`` holds each ``path:line: ...`` (at
+    most ``MAX_ERRORS`` and a last line saying how many more), ``total`` counts
+    them all."""
 
-    def __init__(self, errors: list[str]):
-        self.errors = [" ".join(e.splitlines()) for e in errors]  # one line each
+    def __init__(self, errors: list[str], total: int | None = None):
+        # One line each, printable: names and paths come from the folder.
+        self.errors = [shown(" ".join(e.splitlines())) for e in errors]
+        self.total = len(errors) if total is None else total
         super().__init__("\n".join(self.errors))
+
+
+def _error(folder: Path, errors: list[str]) -> HarnessError:
+    if len(errors) <= MAX_ERRORS:
+        return HarnessError(errors)
+    more = len(errors) - MAX_ERRORS
+    last = f"{shown(folder)}:1: ... and {more:,} more errors (first {MAX_ERRORS} shown)"
+    return HarnessError([*errors[:MAX_ERRORS], last], total=len(errors))
 
 
 def tool_references(text: str) -> list[tuple[str, int, int]]:
@@ -101,7 +144,7 @@ def skill_references(text: str) -> list[tuple[str, int, int]]:
 
 
 def _unknown(what: str, value: Any, choices: Any) -> str:
-    return f"unknown {what} {describe(value)}; expected one of {list(choices)}"
+    return f"unknown {what} {describe(value)}; expected one of {listed(choices)}"
 
 
 def _keys(doc: Doc, data: dict, path: Key, keys: Mapping[str, bool], what: str):
@@ -193,11 +236,14 @@ def _check_prompt(doc: Doc, prompt: Any) -> None:
     if not isinstance(order, list) or not order:
         doc.err((*p, "order"), f"prompt.order: expected a list from {SECTION_NAMES}")
         order = list(_NEEDED_SECTIONS)
+    seen = set()
     for i, s in enumerate(order):
         if s not in SECTION_NAMES:
             doc.err((*p, "order", i), _unknown("section", s, SECTION_NAMES))
-        elif s in order[:i]:
+        elif s in seen:
             doc.err((*p, "order", i), f"section {s!r} is listed twice")
+        else:
+            seen.add(s)
     for s in _NEEDED_SECTIONS:
         if s not in order:
             doc.err((*p, "order"), f"prompt.order: expected {s!r} (the agent needs it)")
@@ -225,7 +271,7 @@ def _check_hooks(doc: Doc, hooks: Any) -> None:
             f"hooks: expected a list of {{name, params}}, got {describe(hooks)}",
         )
         return
-    names = []
+    names = set()
     for i, h in enumerate(hooks):
         at = ("hooks", i)
         if not isinstance(h, dict):
@@ -242,7 +288,7 @@ def _check_hooks(doc: Doc, hooks: Any) -> None:
             continue
         if name in names:
             doc.err((*at, "name"), f"hook {name!r} is listed twice")
-        names.append(name)
+        names.add(name)
         for key, msg in hooks_mod.hook_param_errors(name, h.get("params", {})):
             doc.err((*at, "params", key) if key else (*at, "params"), msg)
 
@@ -251,8 +297,12 @@ def _check_hooks(doc: Doc, hooks: Any) -> None:
 
 
 def _load_manifest(file: Path, errors: list[str]) -> tuple[dict | None, Doc | None]:
-    if not file.is_file():
-        errors.append(f"{file}:1: missing file: expected the harness manifest")
+    kind = kind_of(file)
+    if kind is None:
+        errors.append(f"{shown(file)}:1: missing file: expected the harness manifest")
+        return None, None
+    if kind != "a regular file":  # a link or a fifo is never opened
+        errors.append(refusal(file, kind))
         return None, None
     text = read_text(file, errors)
     ok, data, doc = parse_yaml(text, file, errors) if text is not None else (0, 0, 0)
@@ -263,7 +313,7 @@ def _load_manifest(file: Path, errors: list[str]) -> tuple[dict | None, Doc | No
     return (data if len(errors) == n else None), doc
 
 
-def _load_skill(file: Path, errors: list[str], names: set) -> tuple | None:
+def _load_skill(file: Path, errors: list[str], names: list) -> tuple | None:
     """The skill, the line of its name and the line its body starts on; adds its
     name to ``names`` even when other fields are wrong (no cascading errors)."""
     text = read_text(file, errors)
@@ -273,8 +323,8 @@ def _load_skill(file: Path, errors: list[str], names: set) -> tuple | None:
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
     if lines[0].rstrip() != "---" or end is None:
         errors.append(
-            f"{file}:1: expected front matter: a line '---', then name, kind and "
-            "description, then a line '---'"
+            f"{shown(file)}:1: expected front matter: a line '---', then name, kind "
+            "and description, then a line '---'"
         )
         return None
     ok, data, doc = parse_yaml("\n".join(lines[1:end]), file, errors, offset=1)
@@ -286,7 +336,7 @@ def _load_skill(file: Path, errors: list[str], names: set) -> tuple | None:
         return None
     _keys(doc, data, (), dict.fromkeys(_SKILL_KEYS, True), "the front matter")
     name = _name(doc, data, "name", "skill name")
-    names.add(name)
+    names.append(name)
     if "kind" in data and data["kind"] not in SKILL_KINDS:
         doc.err(("kind",), _unknown("skill kind", data["kind"], SKILL_KINDS))
     description = _text(doc, data, "description")
@@ -297,13 +347,15 @@ def _load_skill(file: Path, errors: list[str], names: set) -> tuple | None:
         body, start = body[1:], start + 1
     body = body.removesuffix("\n")
     if not body.strip():
-        errors.append(f"{file}:{end + 1}: expected the skill's instructions after this")
+        errors.append(
+            f"{shown(file)}:{end + 1}: expected the skill's instructions after this"
+        )
     if len(errors) > n:
         return None
     return Skill(name, data["kind"], description, body), doc.line(("name",)), start
 
 
-def _load_tool(file: Path, errors: list[str], names: set) -> tuple | None:
+def _load_tool(file: Path, errors: list[str], names: list) -> tuple | None:
     """The tool and the line of its name; adds its name to ``names``."""
     text = read_text(file, errors)
     ok, data, doc = parse_json(text, file, errors) if text is not None else (0, 0, 0)
@@ -315,7 +367,7 @@ def _load_tool(file: Path, errors: list[str], names: set) -> tuple | None:
         return None
     _keys(doc, data, (), dict.fromkeys(_TOOL_KEYS, True), "the tool spec")
     name = _name(doc, data, "name", "tool name")
-    names.add(name)
+    names.append(name)
     if name == LOAD_SKILL:
         doc.err(("name",), f"tool name {LOAD_SKILL!r} clashes with the built-in tool")
     description = _text(doc, data, "description", one_line=False)
@@ -334,24 +386,61 @@ def _load_tool(file: Path, errors: list[str], names: set) -> tuple | None:
     return Tool(name, description, params), doc.line(("name",))
 
 
-def _files(folder: Path, suffix: str, errors: list[str]) -> list[Path]:
-    if not folder.is_dir():
+def _files(folder: Path, errors: list[str], names: list) -> list[Path]:
+    """The regular ``*.md`` (``*.json``) files of ``skills/`` (``tools/``), sorted;
+    links and other entries are reported, never followed or opened (and their
+    names count as unknown: None in ``names``)."""
+    kind, suffix = kind_of(folder), FOLDERS[folder.name]
+    if kind is None:
+        return []
+    if kind != "a folder":
+        errors.append(refusal(folder, kind, want=f"a folder of *{suffix} files"))
+        names.append(None)
+        return []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as e:
+        errors.append(f"{shown(folder)}:1: cannot list the folder ({e.strerror or e})")
         return []
     out = []
-    for p in sorted(folder.iterdir(), key=lambda p: p.name):
-        if p.is_file() and p.name.endswith(suffix):
+    for entry in entries:
+        p = Path(entry.path)
+        if entry.name.startswith("."):
+            continue  # hidden: editor and OS files, never read
+        if entry.is_symlink():
+            errors.append(refusal(p, "a symbolic link"))
+            names.append(None)
+        elif not entry.is_file(follow_symlinks=False):
+            if (kind := kind_of(p)) == "a folder":
+                errors.append(
+                    f"{shown(p)}:1: unexpected: {folder.name}/ holds only *{suffix} "
+                    "files"
+                )
+            else:
+                errors.append(refusal(p, kind or "gone"))
+                names.append(None)
+        elif entry.name.endswith(suffix):
             out.append(p)
-        elif not p.name.startswith("."):
+        else:
             errors.append(
-                f"{p}:1: unexpected: {folder.name}/ holds only *{suffix} files"
+                f"{shown(p)}:1: unexpected: {folder.name}/ holds only *{suffix} files"
             )
     return out
 
 
 def _resolve(folder: str | Path) -> Path:
+    """A path, or a builtin harness by name; a local folder of a builtin's name
+    wins, with a notice (it may be a stale copy)."""
     path = Path(folder)
-    if isinstance(folder, str) and folder in BUILTIN and not path.exists():
-        return builtin_path(folder)
+    if isinstance(folder, str) and folder in BUILTIN:
+        if not path.exists():
+            return builtin_path(folder)
+        _log.warning(
+            "harness %r: loading the folder %s, not the builtin harness of that "
+            "name (rename the folder to load the builtin)",
+            shown(folder),
+            shown(path.absolute()),
+        )
     return path
 
 
@@ -362,27 +451,40 @@ def load_harness(folder: str | Path) -> Harness:
       HarnessError: listing every problem as ``path:line: what was expected``.
     """
     folder = _resolve(folder)
-    if not folder.is_dir():
-        raise HarnessError([f"{folder}:1: expected a harness folder ({MANIFEST}, ...)"])
+    if not folder.is_dir():  # the folder itself may be a link: the caller named it
+        raise HarnessError(
+            [f"{shown(folder)}:1: expected a harness folder ({MANIFEST}, ...)"]
+        )
     errors: list[str] = []
     manifest, doc = _load_manifest(folder / MANIFEST, errors)
-    skill_files = _files(folder / "skills", ".md", errors)
-    names: dict[str, set] = {"skill": set(), "tool": {LOAD_SKILL}}
-    skills = [
-        (f, *s) for f in skill_files if (s := _load_skill(f, errors, names["skill"]))
-    ]
+    # Every name read, None for a file whose name could not be: references are
+    # then not checked against an incomplete list (no cascading errors).
+    names: dict[str, list] = {"skill": [], "tool": [LOAD_SKILL]}
+    skill_files = _files(folder / "skills", errors, names["skill"])
+    skills = _load_all(_load_skill, skill_files, errors, names["skill"])
     if not skill_files:
-        errors.append(f"{folder / 'skills'}:1: expected skill files (*.md)")
-    tool_files = _files(folder / "tools", ".json", errors)
-    tools = [(f, *t) for f in tool_files if (t := _load_tool(f, errors, names["tool"]))]
+        errors.append(f"{shown(folder / 'skills')}:1: expected skill files (*.md)")
+    tool_files = _files(folder / "tools", errors, names["tool"])
+    tools = _load_all(_load_tool, tool_files, errors, names["tool"])
     _by_name(skills, "skill", errors)
     _by_name(tools, "tool", errors)
     _check_references(skills, names, errors)
     if skills and len(skills) == len(skill_files):  # every skill's kind is known
         _check_kinds(folder, manifest, doc, {s.kind for _, s, *_ in skills}, errors)
     if errors:
-        raise HarnessError(errors)
+        raise _error(folder, errors)
     return _build(manifest, [s for _, s, *_ in skills], [t for _, t, _ in tools])
+
+
+def _load_all(load: Any, files: list[Path], errors: list[str], names: list) -> list:
+    out = []
+    for f in files:
+        n = len(names)
+        if loaded := load(f, errors, names):
+            out.append((f, *loaded))
+        if len(names) == n:
+            names.append(None)  # not even its name could be read
+    return out
 
 
 def _by_name(items: list, what: str, errors: list[str]) -> None:
@@ -391,29 +493,47 @@ def _by_name(items: list, what: str, errors: list[str]) -> None:
     for f, obj, line, *_ in items:
         if obj.name in seen:
             first = seen[obj.name].name
-            errors.append(f"{f}:{line}: duplicate {what} name {obj.name!r} ({first})")
+            errors.append(
+                f"{shown(f)}:{line}: duplicate {what} name {obj.name!r} "
+                f"({shown(first)})"
+            )
         seen.setdefault(obj.name, f)
 
 
 def _check_references(skills: list, names: dict, errors: list[str]) -> None:
-    skill_names, tool_names = sorted(names["skill"] - {None}), names["tool"] - {None}
-    tool_names = [LOAD_SKILL, *sorted(tool_names - {LOAD_SKILL})]
+    """Reports each reference to an unknown tool or skill with its line (line
+    starts found once per skill: n references cost n look-ups, not n scans)."""
+    known = {k: set(v) - {None} for k, v in names.items()}
+    partial = {k for k, v in names.items() if None in v}
+    choices = {
+        "tool": [LOAD_SKILL, *sorted(known["tool"] - {LOAD_SKILL})],
+        "skill": sorted(known["skill"]),
+    }
     for f, skill, _, start in skills:
-        for ref, pos, _ in tool_references(skill.body):
-            if ref not in tool_names:
-                line = start + skill.body.count("\n", 0, pos)
-                msg = _unknown("tool", ref, tool_names)
-                errors.append(f"{f}:{line}: skill {skill.name!r} refers to an {msg}")
-        for ref, pos, _ in skill_references(skill.body):
-            if ref not in skill_names:
-                line = start + skill.body.count("\n", 0, pos)
-                msg = _unknown("skill", ref, skill_names)
-                errors.append(f"{f}:{line}: skill {skill.name!r} refers to an {msg}")
+        newlines = None
+        for what, refs in (
+            ("tool", tool_references(skill.body)),
+            ("skill", skill_references(skill.body)),
+        ):
+            if what in partial:
+                continue  # a file whose name is unknown may define it
+            for ref, pos, _ in refs:
+                if ref in known[what]:
+                    continue
+                if newlines is None:
+                    newlines = [m.start() for m in re.finditer("\n", skill.body)]
+                line = start + bisect.bisect_left(newlines, pos)
+                msg = _unknown(what, ref, choices[what])
+                errors.append(
+                    f"{shown(f)}:{line}: skill {skill.name!r} refers to an {msg}"
+                )
 
 
 def _check_kinds(folder, manifest, doc, kinds: set[str], errors: list[str]) -> None:
     if "reply" not in kinds:
-        errors.append(f"{folder / 'skills'}:1: expected at least one kind: reply skill")
+        errors.append(
+            f"{shown(folder / 'skills')}:1: expected at least one kind: reply skill"
+        )
     for i, h in enumerate((manifest or {}).get("hooks", [])):
         if h["name"] == "require_skill":
             for kind in h.get("params", {}).get("kinds", ["reply"]):
@@ -439,89 +559,3 @@ def _build(m: dict, skills: list[Skill], tools: list[Tool]) -> Harness:
         hooks=tuple(hooks),
         tool_call_format=m.get("tool_call_format", "qwen_xml"),
     )
-
-
-# --- Writing --------------------------------------------------------------------
-
-
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings as literal blocks; no anchors for shared lists."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in s else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def _plain(value: Any) -> Any:
-    """Mappings -> dicts, tuples -> lists (what YAML and JSON write)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
-
-
-def dump_harness(harness: Harness, folder: str | Path, *, overwrite=False) -> Path:
-    """Writes ``harness`` as a folder that ``load_harness`` reads back equal.
-
-    Raises:
-      FileExistsError: the folder already holds a harness and not ``overwrite``.
-      ValueError: a skill or tool name cannot be a file name.
-    """
-    folder, h = Path(folder), harness
-    for obj in (*h.skills, *h.tools):
-        if not NAME_RE.fullmatch(obj.name):
-            raise ValueError(f"name {obj.name!r} does not match {NAME_RE.pattern}")
-    old = [folder / MANIFEST, *folder.glob("skills/*.md"), *folder.glob("tools/*.json")]
-    old = [p for p in old if p.is_file()]
-    if old and not overwrite:
-        raise FileExistsError(f"{folder} already holds a harness (overwrite=True?)")
-    for p in old:
-        p.unlink()
-    manifest = {
-        "name": h.name,
-        "version": h.version,
-        "persona": h.persona,
-        "rules": list(h.rules),
-        "constraints": list(h.constraints),
-        "prompt": {
-            "order": list(h.layout.order),
-            "format": h.layout.format,
-            "titles": _plain(h.layout.titles),
-        },
-        "turn_limit": h.turn_limit,
-        "retry_limit": h.retry_limit,
-        "tool_call_format": h.tool_call_format,
-        "hooks": [{"name": s.name, "params": _plain(s.params)} for s in h.hooks],
-    }
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / MANIFEST).write_text(_yaml(manifest), encoding="utf-8")
-    for sub, items in (("skills", h.skills), ("tools", h.tools)):
-        (folder / sub).mkdir(exist_ok=True)
-        width = max(2, len(str(len(items))))
-        for i, obj in enumerate(items, 1):
-            if isinstance(obj, Skill):
-                front = {"name": obj.name, "kind": obj.kind}
-                front["description"] = obj.description
-                text, ext = f"---\n{_yaml(front)}---\n\n{obj.body}\n", "md"
-            else:
-                spec = {"name": obj.name, "description": obj.description}
-                spec["parameters"] = _plain(obj.parameters)
-                text, ext = (
-                    json.dumps(spec, indent=2, ensure_ascii=False) + "\n",
-                    "json",
-                )
-            path = folder / sub / f"{i:0{width}d}_{obj.name}.{ext}"
-            path.write_text(text, encoding="utf-8")
-    return folder

@@ -22,12 +22,11 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hat_jax.endpoint import MAX_BYTES, EndpointClient, parse_completion
+from hat_jax.endpoint import PolicyError as PolicyError  # defined with the client
 from hat_jax.text.chat import render_chat
 from hat_jax.text.tokenizer import TURN_END_TOKENS
 
@@ -67,10 +66,6 @@ class Policy(Protocol):
         fmt: str | Sequence[str] = "qwen_xml",
         seed: int | None = None,
     ) -> list[PolicyOutput]: ...
-
-
-class PolicyError(RuntimeError):
-    """A policy could not produce an output (endpoint down, bad response...)."""
 
 
 def formats(fmt: str | Sequence[str], n: int) -> list[str]:
@@ -249,7 +244,9 @@ class OpenAIPolicy:
 
     Each conversation is rendered with :func:`render_prompt` and sent as a raw
     ``prompt`` (the server applies no chat template, so the tool-call format and
-    the prompt are exactly ours). Requests run concurrently on a thread pool.
+    the prompt are exactly ours). Requests run concurrently on a thread pool,
+    through :class:`hat_jax.endpoint.EndpointClient` (no redirects, one
+    deadline per request, a reply-size cap, every bad reply a PolicyError).
 
     Args:
       base_url: ``http://host:port`` or ``http://host:port/v1``.
@@ -258,12 +255,13 @@ class OpenAIPolicy:
       stop: stop strings (the chat turn-end tokens by default).
       logprobs: ask for the sampled tokens' log-probs.
       return_token_ids: ask for the sampled ids (vLLM's ``return_token_ids``).
-      timeout_s: per-request socket timeout.
-      retries: extra attempts after a connection error, a timeout, HTTP 429 or
-        5xx (with a short exponential back-off); other errors fail at once.
+      timeout_s: the deadline of one request, its retries included.
+      retries: extra attempts after HTTP 429 or 5xx or a refused connection,
+        with exponential back-off from ``backoff_s``; other errors fail at once.
       max_workers: concurrent requests.
-      api_key: sent as a bearer token when given.
+      api_key: sent as a bearer token to ``base_url``'s origin when given.
       extra_body: more request fields (e.g. ``{"top_k": 20}``).
+      max_bytes: the largest reply read.
     """
 
     def __init__(
@@ -284,11 +282,17 @@ class OpenAIPolicy:
         api_key: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
         enable_thinking: bool | None = None,
+        max_bytes: int = MAX_BYTES,
     ):
-        base = base_url.rstrip("/")
-        self.url = base + (
-            "/completions" if base.endswith("/v1") else "/v1/completions"
+        self.client = EndpointClient(
+            base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            retries=retries,
+            backoff_s=backoff_s,
+            max_bytes=max_bytes,
         )
+        self.url = self.client.url("completions")
         self.model = model
         self.body = {
             "max_tokens": max_tokens,
@@ -299,63 +303,22 @@ class OpenAIPolicy:
             **({"return_token_ids": True} if return_token_ids else {}),
             **dict(extra_body or {}),
         }
-        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.max_workers = max_workers
-        self.api_key = api_key
         self.enable_thinking = enable_thinking
-
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        data = json.dumps(body, ensure_ascii=False).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            req = urllib.request.Request(self.url, data, headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    raw = resp.read()
-            except urllib.error.HTTPError as e:
-                detail = e.read()[:500].decode(errors="replace")
-                last = f"HTTP {e.code}: {detail}"
-                if e.code == 429 or e.code >= 500:
-                    continue
-                break
-            except (urllib.error.URLError, TimeoutError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                last = f"{type(e).__name__}: {reason}"
-                continue
-            try:
-                return json.loads(raw)
-            except ValueError:
-                last = f"response is not JSON: {raw[:200]!r}"
-                break
-        raise PolicyError(f"POST {self.url} failed: {last}")
 
     def _one(self, prompt: str, seed: int | None) -> PolicyOutput:
         body = {"model": self.model, "prompt": prompt, **self.body}
         if seed is not None:
             body["seed"] = seed
-        resp = self._post(body)
-        try:
-            choice = resp["choices"][0]
-            text = choice["text"]
-        except (KeyError, IndexError, TypeError):
-            raise PolicyError(
-                f"POST {self.url}: no choices[0].text in {json.dumps(resp)[:300]}"
-            ) from None
-        lp = choice.get("logprobs") or {}
-        logprobs = lp.get("token_logprobs") if isinstance(lp, Mapping) else None
-        tokens = choice.get("token_ids")
+        c = parse_completion(
+            self.client.post_json("completions", body), f"POST {self.url}"
+        )
         return PolicyOutput(
-            thinking_prefill(self.enable_thinking) + text,
-            list(tokens) if tokens is not None else None,
-            [float(x) for x in logprobs] if logprobs is not None else None,
-            "length" if choice.get("finish_reason") == "length" else "stop",
-            prompt_tokens=resp.get("prompt_token_ids")
-            or choice.get("prompt_token_ids"),
+            thinking_prefill(self.enable_thinking) + c.text,
+            c.token_ids,
+            c.logprobs,
+            "length" if c.finish_reason == "length" else "stop",
+            prompt_tokens=c.prompt_token_ids,
         )
 
     def generate(

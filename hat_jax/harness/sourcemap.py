@@ -9,15 +9,34 @@ reported with the parser's line; no exception escapes for any file content.
 from __future__ import annotations
 
 import bisect
+import errno
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from hat_jax.printable import shown
+
 Key = tuple[Any, ...]  # a path of keys and indices into a parsed document
+MAX_FILE_BYTES = 1_000_000  # a harness file; the prompt holds them all
+REGULAR = "harness files must be regular files inside the folder"
 _WS = re.compile(r"[ \t\n\r]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+# Never follow a link at the last step; never wait on a fifo swapped in late.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class Doc:
@@ -33,51 +52,152 @@ class Doc:
         return self.lines.get(path, 1)
 
     def err(self, path: Key, msg: str) -> None:
-        self.errors.append(f"{self.file}:{self.line(path)}: {msg}")
+        self.errors.append(f"{shown(self.file)}:{self.line(path)}: {msg}")
+
+
+def kind_of(path: Path) -> str | None:
+    """What ``path`` itself is (``"a regular file"``, ``"a folder"``, ``"a symbolic
+    link"``, ``"a fifo"``, ...), links not followed; None if nothing is there."""
+    try:
+        return _kind(os.lstat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        return f"unreadable ({e.strerror or e})"
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "an odd file")
+
+
+def refusal(path: Path, kind: str, want: str = "a regular file") -> str:
+    """The error for an entry of the wrong kind: a link, a fifo, a device, ..."""
+    if kind == "a symbolic link":
+        return f"{shown(path)}:1: is a symbolic link ({REGULAR})"
+    return f"{shown(path)}:1: is {kind}, expected {want} ({REGULAR})"
+
+
+def _read_bytes(file: Path, errors: list[str]) -> bytes | None:
+    """At most MAX_FILE_BYTES of a regular file, never through a link."""
+    try:
+        fd = os.open(file, _OPEN_FLAGS)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            errors.append(refusal(file, "a symbolic link"))
+        else:
+            errors.append(f"{shown(file)}:1: cannot read the file ({e.strerror or e})")
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # checked on the open file: no race
+            errors.append(refusal(file, _kind(st.st_mode)))
+            return None
+        data = f.read(MAX_FILE_BYTES + 1) if st.st_size <= MAX_FILE_BYTES else b""
+    if st.st_size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+        size = max(st.st_size, len(data))
+        errors.append(
+            f"{shown(file)}:1: file too large ({size:,} bytes; a harness file "
+            f"holds at most {MAX_FILE_BYTES:,})"
+        )
+        return None
+    return data
 
 
 def read_text(file: Path, errors: list[str]) -> str | None:
-    """UTF-8 text with ``\\n`` line ends and no BOM, or None (error reported)."""
-    try:
-        data = file.read_bytes()
-    except OSError as e:
-        errors.append(f"{file}:1: cannot read the file ({e.strerror or e})")
+    """UTF-8 text with ``\\n`` line ends and no BOM, or None (error reported).
+
+    Refuses links, fifos, devices and files over ``MAX_FILE_BYTES``.
+    """
+    data = _read_bytes(file, errors)
+    if data is None:
         return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        errors.append(f"{file}:{line}: expected UTF-8 text")
+        errors.append(f"{shown(file)}:{line}: expected UTF-8 text")
         return None
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+class _Loader(yaml.SafeLoader):
+    """Refuses anchors and aliases: an alias repeats a subtree without repeating
+    its text, so a few KB can expand to a prompt of gigabytes (``dump_harness``
+    never writes them)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"{sign}{shown(anchor)}: anchors and aliases are not allowed in "
+                "harness files (write the value out)",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
 
 
 def parse_yaml(
     text: str, file: Path, errors: list[str], offset: int = 0
 ) -> tuple[bool, Any, Doc]:
-    """Safe-loads one YAML document; ``offset`` lines precede ``text`` in ``file``."""
+    """Safe-loads one YAML document; ``offset`` lines precede ``text`` in ``file``.
+
+    Anchors, aliases and text that is not valid Unicode (a ``"\\ud800"`` escape)
+    are refused with the line they are on.
+    """
     doc, loader = Doc(file, {(): 1 + offset}, errors), None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         node = loader.get_single_node()
         data = None if node is None else loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = (mark.line if mark else 0) + 1 + offset
-        errors.append(f"{file}:{line}: invalid YAML: {e.problem or e.context}")
+        errors.append(f"{shown(file)}:{line}: invalid YAML: {e.problem or e.context}")
         return False, None, doc
     except yaml.reader.ReaderError as e:
         line = text.count("\n", 0, e.position) + 1 + offset
-        errors.append(f"{file}:{line}: invalid YAML: {e.reason}")
+        errors.append(f"{shown(file)}:{line}: invalid YAML: {e.reason}")
         return False, None, doc
     except Exception as e:  # PyYAML's constructors raise plain errors on odd input
-        errors.append(f"{file}:{1 + offset}: invalid YAML: {str(e)[:120]}")
+        errors.append(f"{shown(file)}:{1 + offset}: invalid YAML: {str(e)[:120]}")
         return False, None, doc
     finally:
         if loader is not None:
             loader.dispose()
     _yaml_lines(node, offset, doc)
-    return True, data, doc
+    return _encodable(data, doc), data, doc
+
+
+def _encodable(data: Any, doc: Doc) -> bool:
+    """Reports every string (key or value) holding a lone surrogate, which no
+    UTF-8 file, prompt or tokenizer can hold; True if there is none."""
+    n, stack = len(doc.errors), [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str) and (m := _SURROGATE.search(value)):
+            doc.err(
+                path,
+                f"text cannot be encoded as UTF-8: lone surrogate {m.group()!r} "
+                "(an unpaired \\u escape; in YAML a character above U+FFFF is one "
+                "\\U0001F600-style escape)",
+            )
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for k, _ in items:
+                if isinstance(k, str) and (m := _SURROGATE.search(k)):
+                    doc.err(
+                        (*path, k), f"key cannot be encoded as UTF-8: {m.group()!r}"
+                    )
+            stack.extend(((v, (*path, k)) for k, v in reversed(items)))
+        elif isinstance(value, set | frozenset):  # YAML !!set: no line per item
+            stack.extend((v, path) for v in value)
+        elif isinstance(value, list):
+            stack.extend(((v, (*path, i)) for i, v in reversed(list(enumerate(value)))))
+    return len(doc.errors) == n
 
 
 def _yaml_lines(node: Any, offset: int, doc: Doc) -> None:
@@ -85,7 +205,7 @@ def _yaml_lines(node: Any, offset: int, doc: Doc) -> None:
     stack, seen = [(node, ())], set()
     while stack:
         n, path = stack.pop()
-        if n is None or id(n) in seen or len(path) > 16:  # aliases, deep nesting
+        if n is None or id(n) in seen or len(path) > 16:  # shared nodes, nesting
             continue
         seen.add(id(n))
         if isinstance(n, yaml.MappingNode):
@@ -95,7 +215,9 @@ def _yaml_lines(node: Any, offset: int, doc: Doc) -> None:
                     continue
                 line = k.start_mark.line + 1 + offset
                 if k.value in keys and k.value != "<<":
-                    doc.errors.append(f"{doc.file}:{line}: duplicate key {k.value!r}")
+                    doc.errors.append(
+                        f"{shown(doc.file)}:{line}: duplicate key {k.value!r}"
+                    )
                 keys.add(k.value)
                 doc.lines[(*path, k.value)] = line
                 stack.append((v, (*path, k.value)))
@@ -116,25 +238,28 @@ def _no_constant(word: str) -> Any:
 
 
 def parse_json(text: str, file: Path, errors: list[str]) -> tuple[bool, Any, Doc]:
-    """Parses strict JSON (no NaN/Infinity); reports duplicate keys."""
+    """Parses strict JSON (no NaN/Infinity, no lone surrogates); reports duplicate
+    keys."""
     doc = Doc(file, {(): 1}, errors)
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
-        errors.append(f"{file}:{e.lineno}: invalid JSON: {e.msg}")
+        errors.append(f"{shown(file)}:{e.lineno}: invalid JSON: {e.msg}")
         return False, None, doc
     except _Constant as e:
         line = text.count("\n", 0, max(text.find(e.word), 0)) + 1
-        errors.append(f"{file}:{line}: invalid JSON: {e.word} is not a JSON value")
+        errors.append(
+            f"{shown(file)}:{line}: invalid JSON: {e.word} is not a JSON value"
+        )
         return False, None, doc
     except (ValueError, RecursionError) as e:  # huge integers, deep nesting
-        errors.append(f"{file}:1: invalid JSON: {str(e)[:120]}")
+        errors.append(f"{shown(file)}:1: invalid JSON: {str(e)[:120]}")
         return False, None, doc
     try:
         _json_lines(text, doc)
     except (IndexError, ValueError, RecursionError):  # only line numbers are lost
         pass
-    return True, data, doc
+    return _encodable(data, doc), data, doc
 
 
 def _json_lines(text: str, doc: Doc) -> None:
@@ -155,7 +280,9 @@ def _json_lines(text: str, doc: Doc) -> None:
             if close == "}":
                 key, end = json.decoder.scanstring(text, i + 1)
                 if key in keys:
-                    doc.errors.append(f"{doc.file}:{at(i)}: duplicate key {key!r}")
+                    doc.errors.append(
+                        f"{shown(doc.file)}:{at(i)}: duplicate key {key!r}"
+                    )
                 keys.add(key)
                 sub = (*path, key)
                 doc.lines[sub] = at(i)

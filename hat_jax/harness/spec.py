@@ -24,6 +24,9 @@ SECTION_NAMES = (
     "constraints",
 )
 LOAD_SKILL = "load_skill"  # the built-in tool that discloses a skill's body
+# A harness on disk: the manifest, then each sub-folder with its files' suffix.
+MANIFEST = "manifest.yaml"
+FOLDERS = {"skills": ".md", "tools": ".json"}
 
 
 @dataclasses.dataclass(frozen=True)

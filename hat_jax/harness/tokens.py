@@ -16,13 +16,13 @@ sampler produces turn by turn (a prompt is encoded, then the reply is sampled).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from hat_jax.harness.trajectory import Trajectory
-from hat_jax.jsonl import iter_jsonl
+from hat_jax.jsonl import DataError, iter_jsonl, write_jsonl_atomic
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
@@ -72,35 +72,35 @@ def trajectory_to_tokens(
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> int:
-    """Writes one trajectory per line (UTF-8); returns how many were written."""
-    n = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for traj in trajectories:
-            f.write(traj.to_json() + "\n")
-            n += 1
-    return n
+    """Writes one trajectory per line (UTF-8); returns how many were written.
+
+    The file appears only once every line is written (``atomic_open``).
+
+    Raises:
+      DataError: ``path:line: ...`` for a trajectory that does not encode (a
+        lone surrogate, NaN); no file is then written.
+    """
+    return write_jsonl_atomic(path, (t.to_dict() for t in trajectories))
+
+
+def iter_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """The trajectories of a JSONL file, each with ``where`` set to its line.
+
+    Raises:
+      DataError: ``path:line: what was wrong`` for the first bad line.
+    """
+    for where, obj in iter_jsonl(path, objects=True):
+        yield Trajectory.from_dict(obj, where)
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:
     """Reads a file from :func:`write_jsonl`; blank lines are skipped.
 
     Raises:
-      ValueError: ``path:line: what was wrong`` for the first bad line.
+      DataError: ``path:line: what was wrong`` for the first bad line, or
+        ``path: no trajectories`` for a file without any.
     """
-    out = []
-    for where, obj in iter_jsonl(path):
-        if not isinstance(obj, dict):
-            kind = type(obj).__name__
-            raise ValueError(f"{where}: expected a JSON object, got {kind}")
-        try:
-            traj = Trajectory.from_dict(obj)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{where}: not a trajectory ({e})") from None
-        if not isinstance(traj.messages, list) or not all(
-            isinstance(m, dict) and "role" in m for m in traj.messages
-        ):
-            raise ValueError(
-                f"{where}: expected messages as a list of objects with a role"
-            )
-        out.append(traj)
+    out = list(iter_trajectories(path))
+    if not out:
+        raise DataError(f"{path}: no trajectories (expected one JSON object per line)")
     return out

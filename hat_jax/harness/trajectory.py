@@ -4,6 +4,11 @@ A Trajectory is plain data (JSON-serialisable through `to_dict`/`from_dict`), so
 simulator's oracle, the agent loop, HSA and the trainers all speak it. `messages` is
 the chat as the model saw and produced it (system prompt first), in the message
 format `hat_jax.text.render_chat` takes.
+
+`Trajectory.from_dict` checks a decoded row's whole shape (the fields below, each
+message's role, texts and tool calls) and raises `hat_jax.jsonl.DataError`
+naming the row and the field, so a bad data file fails when read rather than deep
+inside rendering or training.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from hat_jax.harness.spec import Harness
+from hat_jax.jsonl import DataError, field, json_type, parse_line
 from hat_jax.text.toolcall import ToolCall
 
 CHECKPOINTS = ("input", "tool_args", "pre_reply", "reply")
 STATUSES = ("ok", "failed", "turn_limit")
+ROLES = ("system", "user", "assistant", "tool")  # what render_chat knows
+_TEXT = (str, type(None))
 
 
 @dataclasses.dataclass
@@ -72,25 +80,169 @@ class Trajectory:
     status: str = "ok"  # one of STATUSES
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # `path:line` the trajectory was read from, for later errors; not serialised.
+    where: str | None = dataclasses.field(
+        default=None, compare=False, repr=False, kw_only=True
+    )
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["where"]
         d["messages"] = [_plain_message(m) for m in self.messages]
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Trajectory:
-        d = dict(d)
-        d["tool_calls"] = [ToolExchange(**t) for t in d.get("tool_calls", ())]
-        d["hook_events"] = [HookEvent(**h) for h in d.get("hook_events", ())]
-        return cls(**d)
+    def from_dict(cls, d: Any, where: str | None = None) -> Trajectory:
+        """A trajectory from a decoded JSON row.
+
+        Raises:
+          DataError: ``where: what was wrong`` (``where`` is ``path:line``;
+            ``trajectory`` when not given).
+        """
+        source, where = where, where or "trajectory"
+        if not isinstance(d, Mapping):
+            raise DataError(f"{where}: expected a JSON object, got {json_type(d)}")
+        missing = [k for k in ("harness_id", "user_message", "messages") if k not in d]
+        unknown = sorted(set(d) - _ROW_FIELDS)
+        if missing or unknown:
+            what = [f"missing field '{k}'" for k in missing]
+            what += [f"unknown field '{k}'" for k in unknown]
+            raise DataError(f"{where}: not a trajectory ({', '.join(what)})")
+        check_messages(d["messages"], where)
+        timings = field(d, "timings", where, dict, default={})
+        for k in timings:
+            field(timings, k, where, float, label=f"timings.{k}")
+        return cls(
+            harness_id=field(d, "harness_id", where, str),
+            user_message=field(d, "user_message", where, str),
+            messages=d["messages"],
+            tool_calls=[
+                _exchange(t, where, f"tool_calls[{i}]")
+                for i, t in enumerate(field(d, "tool_calls", where, list, default=[]))
+            ],
+            hook_events=[
+                _hook_event(h, where, f"hook_events[{i}]")
+                for i, h in enumerate(field(d, "hook_events", where, list, default=[]))
+            ],
+            reply=field(d, "reply", where, _TEXT, default=None),
+            status=field(d, "status", where, str, default="ok", choices=STATUSES),
+            timings=timings,
+            meta=field(d, "meta", where, dict, default={}),
+            where=source,
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, line: str) -> Trajectory:
-        return cls.from_dict(json.loads(line))
+    def from_json(cls, line: str, where: str | None = None) -> Trajectory:
+        return cls.from_dict(parse_line(line, where or "trajectory"), where)
+
+
+_ROW_FIELDS = frozenset(f.name for f in dataclasses.fields(Trajectory)) - {"where"}
+
+
+def _object(value: Any, where: str, label: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise DataError(
+            f"{where}: field '{label}' must be an object, got {json_type(value)}"
+        )
+    return value
+
+
+def _strict_keys(obj: Mapping[str, Any], cls: type, where: str, label: str) -> None:
+    unknown = sorted(set(obj) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise DataError(f"{where}: field '{label}' has unknown keys {unknown}")
+
+
+def _exchange(t: Any, where: str, label: str) -> ToolExchange:
+    t = _object(t, where, label)
+    _strict_keys(t, ToolExchange, where, label)
+    return ToolExchange(
+        name=field(t, "name", where, str, label=f"{label}.name"),
+        arguments=field(t, "arguments", where, dict, label=f"{label}.arguments"),
+        result=field(t, "result", where, str, label=f"{label}.result"),
+        ok=field(t, "ok", where, bool, default=True, label=f"{label}.ok"),
+        fault=field(t, "fault", where, _TEXT, default=None, label=f"{label}.fault"),
+    )
+
+
+def _hook_event(h: Any, where: str, label: str) -> HookEvent:
+    h = _object(h, where, label)
+    _strict_keys(h, HookEvent, where, label)
+    return HookEvent(
+        hook=field(h, "hook", where, str, label=f"{label}.hook"),
+        checkpoint=field(
+            h,
+            "checkpoint",
+            where,
+            str,
+            choices=CHECKPOINTS,
+            label=f"{label}.checkpoint",
+        ),
+        passed=field(h, "passed", where, bool, label=f"{label}.passed"),
+        feedback=field(
+            h, "feedback", where, str, default="", label=f"{label}.feedback"
+        ),
+        attempt=field(h, "attempt", where, int, default=0, label=f"{label}.attempt"),
+    )
+
+
+def check_messages(messages: Any, where: str, label: str = "messages") -> None:
+    """Checks a chat as :func:`hat_jax.text.render_chat` takes it.
+
+    Each message is an object with a known ``role``; ``content``,
+    ``reasoning``, ``reasoning_content`` and ``name`` are strings (or null);
+    ``tool_calls`` is a list of ``{"name", "arguments"}`` (or OpenAI-style
+    ``{"function": {...}}``) with arguments an object or a string holding one.
+    Other keys are left alone.
+
+    Raises:
+      DataError: ``where: field 'messages[i]...' ...``.
+    """
+    if not isinstance(messages, list):
+        raise DataError(
+            f"{where}: field '{label}' must be a list, got {json_type(messages)}"
+        )
+    for i, m in enumerate(messages):
+        at = f"{label}[{i}]"
+        m = _object(m, where, at)
+        field(m, "role", where, str, choices=ROLES, label=f"{at}.role")
+        for key in ("content", "reasoning", "reasoning_content", "name"):
+            field(m, key, where, _TEXT, default=None, label=f"{at}.{key}")
+        field(
+            m, "hook_feedback", where, bool, default=False, label=f"{at}.hook_feedback"
+        )
+        calls = field(
+            m,
+            "tool_calls",
+            where,
+            (list, type(None)),
+            default=None,
+            label=f"{at}.tool_calls",
+        )
+        for j, c in enumerate(calls or ()):
+            if not isinstance(c, ToolCall):  # ToolCall objects are fine in memory
+                _check_tool_call(c, where, f"{at}.tool_calls[{j}]")
+
+
+def _check_tool_call(c: Any, where: str, label: str) -> None:
+    fn = _object(c, where, label)
+    if "function" in fn:
+        label += ".function"
+        fn = _object(fn["function"], where, label)
+    field(fn, "name", where, str, label=f"{label}.name")
+    args = field(
+        fn, "arguments", where, (dict, str), default={}, label=f"{label}.arguments"
+    )
+    if isinstance(args, str):
+        value = parse_line(args, f"{where}: field '{label}.arguments'")
+        if not isinstance(value, dict):
+            raise DataError(
+                f"{where}: field '{label}.arguments' must be an object or a string "
+                f"holding one, got a string holding {json_type(value)}"
+            )
 
 
 def _plain_message(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -269,4 +269,13 @@ def load_config(path: str | Path, **overrides) -> ModelConfig:
         hf = json.loads(p.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from e
-    return ModelConfig.from_hf(hf, **overrides)
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: not UTF-8 text") from None
+    if not isinstance(hf, dict):
+        raise ValueError(f"{p}: expected a JSON object, got {type(hf).__name__}")
+    try:
+        return ModelConfig.from_hf(hf, **overrides)
+    except KeyError as e:
+        raise ValueError(f"{p}: missing key {e}") from None
+    except (TypeError, AttributeError) as e:  # a field of the wrong type
+        raise ValueError(f"{p}: a field has the wrong type ({e})") from None

@@ -29,6 +29,7 @@ from hat_jax.text.tokenizer import Tokenizer
 
 __all__ = [
     "add_adapters",
+    "check_vocab",
     "load_tokenizer",
     "load_workdir_config",
     "lora_config",
@@ -51,7 +52,28 @@ def load_tokenizer(name: str) -> Tokenizer:
         return gguf_tokenizer(GGUFReader(str(p)))  # metadata only, no tensors
     if p.is_file():
         p = p.parent  # an asset file beside its converted tokenizer.json
+    if not (p / "tokenizer.json").exists():  # else a bare "os error 2" from Rust
+        raise FileNotFoundError(f"tokenizer {name}: {p}/tokenizer.json not found")
     return Tokenizer.from_folder(p)
+
+
+def check_vocab(tokenizer: Tokenizer, vocab_size: int) -> None:
+    """Refuses a model vocabulary smaller than the tokenizer's.
+
+    An id past the embedding table is no error in JAX (the gather clamps, or
+    fills with NaN), so without this check it surfaces later as a NaN loss.
+
+    Raises:
+      ValueError: naming both sizes.
+    """
+    ids = tokenizer.backend.get_vocab(with_added_tokens=True).values()
+    need = max(tokenizer.vocab_size, max(ids, default=-1) + 1)
+    if int(vocab_size) < need:
+        raise ValueError(
+            f"model vocab_size {vocab_size} is smaller than the tokenizer's "
+            f"{need} tokens (ids 0..{need - 1}): set model.vocab_size >= {need} "
+            "or use the model's own tokenizer"
+        )
 
 
 def load_workdir_config(workdir: str | Path) -> ml_collections.ConfigDict:

@@ -9,6 +9,11 @@ for every example, so `sft.packed_forward` keeps attention inside each example.
 
 The iterator's position is `(epoch, index)`; `restore` rebuilds that epoch's packing
 from the seed, so a resumed run sees exactly the batches an uninterrupted run would.
+
+Data that cannot train fails early with a `DataError` naming the file: no
+trajectory left after `fixed_harness`, every example dropped as overlong, or no
+example keeping a trained token (a `seq_len` shorter than the prompts with
+`overlong="truncate"` would otherwise train on nothing and report loss 0).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import numpy as np
 
 from hat_jax.harness.tokens import trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
+from hat_jax.jsonl import DataError
 from hat_jax.text.tokenizer import Tokenizer
 
 __all__ = [
@@ -56,10 +62,50 @@ def is_augmented(traj: Trajectory) -> bool:
 def select_trajectories(
     trajs: Sequence[Trajectory], *, fixed_harness: bool
 ) -> list[Trajectory]:
-    """The training set: all trajectories, or (fixed_harness) only unaugmented."""
+    """The training set: all trajectories, or (fixed_harness) only unaugmented.
+
+    Raises:
+      DataError: when fixed_harness leaves none of a non-empty set.
+    """
     if not fixed_harness:
         return list(trajs)
-    return [t for t in trajs if not is_augmented(t)]
+    out = [t for t in trajs if not is_augmented(t)]
+    if trajs and not out:
+        raise DataError(
+            f"{_source(trajs)}: all {len(trajs)} trajectories are augmented and "
+            "fixed_harness keeps only unaugmented ones"
+        )
+    return out
+
+
+def _source(trajs: Sequence[Trajectory]) -> str:
+    """The file the trajectories were read from (their ``where``), or "data"."""
+    files = {t.where.rsplit(":", 1)[0] for t in trajs if t.where}
+    return files.pop() if len(files) == 1 else "data"
+
+
+def _rows(trajs: Sequence[Trajectory], idx: Sequence[int], k: int = 3) -> str:
+    names = [trajs[i].where or f"trajectory {i}" for i in idx[:k]]
+    return ", ".join(names) + (f" and {len(idx) - k} more" if len(idx) > k else "")
+
+
+def _no_loss_error(trajs, firsts, lengths, stats, seq_len, overlong) -> DataError:
+    """Why no example keeps a trained token, with the lengths that decide it."""
+    n = len(trajs)
+    prompts = np.asarray([f for f in firsts if f is not None])
+    rows = _rows(trajs, range(n))
+    if not len(prompts):
+        return DataError(
+            f"{_source(trajs)}: 0 of {n} trajectories have a trained token (no "
+            f"assistant message), e.g. {rows}"
+        )
+    return DataError(
+        f"{_source(trajs)}: 0 of {n} trajectories keep a trained token at "
+        f"seq_len={seq_len} ({stats['truncated']} truncated, overlong={overlong!r}; "
+        f"tokens before the first assistant token: median {int(np.median(prompts))}, "
+        f"max {int(prompts.max())}; total lengths max {max(lengths)}), e.g. {rows}; "
+        "raise seq_len or shorten the prompts"
+    )
 
 
 def tokenize(
@@ -82,13 +128,20 @@ def tokenize(
 
     Returns:
       (examples, stats) with stats `examples`, `dropped`, `truncated`, `tokens`,
-      `loss_tokens`.
+      `loss_tokens` and `no_loss` (examples without a trained token, kept).
+
+    Raises:
+      DataError: naming the file and rows, when trajectories were given but
+        every one is dropped, or none keeps a trained token.
     """
     if overlong not in ("drop", "truncate"):
         raise ValueError(f"overlong must be 'drop' or 'truncate', got {overlong!r}")
     out, stats = [], {"examples": 0, "dropped": 0, "truncated": 0}
+    firsts, lengths = [], []  # first trained position and length, per trajectory
     for traj in trajs:
         ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        firsts.append(int(np.argmax(mask)) if mask.any() else None)
+        lengths.append(len(ids))
         if len(ids) < 2:
             stats["dropped"] += 1
             continue
@@ -102,6 +155,22 @@ def tokenize(
     stats["examples"] = len(out)
     stats["tokens"] = int(sum(len(e.inputs) for e in out))
     stats["loss_tokens"] = int(sum(e.loss_mask.sum() for e in out))
+    stats["no_loss"] = int(sum(not e.loss_mask.any() for e in out))
+    if trajs and not out:
+        lens = np.asarray(lengths) - 1
+        why = (
+            "all shorter than 2 tokens"
+            if overlong == "truncate"
+            else f"longer than seq_len={seq_len}; raise seq_len or use "
+            "overlong='truncate'"
+        )
+        raise DataError(
+            f"{_source(trajs)}: all {len(trajs)} trajectories dropped ({why}; "
+            f"lengths median {int(np.median(lens))}, max {int(lens.max())} "
+            f"tokens), e.g. {_rows(trajs, range(len(trajs)))}"
+        )
+    if trajs and not stats["loss_tokens"]:
+        raise _no_loss_error(trajs, firsts, lengths, stats, seq_len, overlong)
     return out, stats
 
 

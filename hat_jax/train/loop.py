@@ -1,6 +1,7 @@
 """The training driver every stage shares: resume, step, log, checkpoint, stop.
 
     state = restore_latest(ckpt) or init_fn()        # data position restored too
+    after_restore(start)                             # e.g. RunRecord.commit
     for step in start+1 .. steps:
         state, m = step_fn(state, next(data), fold_in(state.rng, step))
         check_finite(m)                              # NaN/inf: raise, keep last ckpt
@@ -25,6 +26,7 @@ from tqdm.auto import tqdm
 
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.train.metrics import MetricsWriter, check_finite, trim_metrics
+from hat_jax.train.workdir import restore_latest
 
 __all__ = ["train"]
 
@@ -41,6 +43,7 @@ def train(
     progress: bool = True,
     probe: Callable[[Any], dict[str, float]] | None = None,
     probe_every: int = 0,
+    after_restore: Callable[[int], None] | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """Runs `cfg.train.steps` steps of `step_fn`, resuming from `workdir/ckpt`.
 
@@ -57,6 +60,10 @@ def train(
       progress: show a tqdm bar.
       probe: extra metrics of the new state (e.g. decision accuracy), computed
         every `probe_every` steps (and at the last) and logged with that step's.
+      probe_every: see `probe`.
+      after_restore: called with the step resumed from (0: none) once the
+        restore succeeded and metrics.jsonl was trimmed to it
+        (`hat_jax.train.workdir.RunRecord.commit` writes config.json there).
 
     Returns:
       (final state, the last step's metrics as host floats).
@@ -64,6 +71,7 @@ def train(
     Raises:
       NonFiniteError: a loss or grad norm became NaN/inf (nothing is saved for
         that step; the newest checkpoint is the last good one).
+      ConfigChangeError: the checkpoint does not fit the state `init_fn` builds.
     """
     t = cfg.train
     workdir = os.fspath(workdir)
@@ -74,13 +82,15 @@ def train(
     with Checkpointer(
         os.path.join(workdir, "ckpt"), save_every=int(t.save_every), keep=int(t.keep)
     ) as ckpt:
-        restored = ckpt.restore_latest(state)
+        restored = restore_latest(ckpt, state, workdir)
         if restored is not None:
             state, extra, start = restored
             data.restore(extra["data"])
         # rows logged after the checkpoint (all of them when a run died before
         # its first one) are logged again by this run
         trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
+        if after_restore is not None:
+            after_restore(start)
         with (
             MetricsWriter(workdir) as writer,
             tqdm(total=steps, initial=start, disable=not progress, unit="step") as bar,

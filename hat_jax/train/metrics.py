@@ -15,6 +15,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from hat_jax.jsonl import DataError, parse_line, write_text_atomic
+
 __all__ = [
     "MetricsWriter",
     "NonFiniteError",
@@ -94,9 +96,27 @@ class MetricsWriter:
 
 
 def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, float]]:
-    """The rows of a `metrics.jsonl` file."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The rows of a `metrics.jsonl` file (NaN allowed: a diverged run logs one).
+
+    A last line cut short (no newline, not JSON: the process was killed while
+    writing it) is dropped; any other bad line is a ``path:line:`` DataError.
+    """
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    rows = []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = parse_line(raw, f"{path}:{n}", allow_nan=True)
+        except DataError:
+            if n == len(lines) and not raw.endswith(b"\n"):
+                break  # a torn final write
+            raise
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{n}: expected a JSON object of metrics")
+        rows.append(row)
+    return rows
 
 
 def trim_metrics(path: str | os.PathLike[str], last_step: int) -> None:
@@ -105,5 +125,4 @@ def trim_metrics(path: str | os.PathLike[str], last_step: int) -> None:
     if not os.path.exists(path):
         return
     rows = [r for r in read_metrics(path) if r.get("step", 0) <= last_step]
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -30,6 +28,7 @@ import numpy as np
 from flax import nnx
 from jaxtyping import Array, Float, Int
 
+from hat_jax.harness.trajectory import check_messages
 from hat_jax.jsonl import iter_jsonl
 from hat_jax.losses.divergences import get_divergence
 from hat_jax.losses.sft import token_logprobs
@@ -75,9 +74,7 @@ def _messages(obj: Any, where: str) -> list[dict[str, Any]]:
         msgs = obj["messages"]
         if not isinstance(msgs, list) or not msgs:
             raise ValueError(f"{where}: 'messages' must be a non-empty list")
-        for i, m in enumerate(msgs):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise ValueError(f"{where}: messages[{i}] needs a string 'role'")
+        check_messages(msgs, where)
         msgs = list(msgs)
         while msgs and msgs[-1]["role"] == "assistant":
             msgs.pop()
@@ -340,6 +337,8 @@ def run_opd(
     *,
     model: nnx.Module | None = None,
     teacher: nnx.Module | None = None,
+    fresh: bool = False,
+    allow_config_change: bool = False,
     **train_kw,
 ):
     """Builds prompts, student, teacher and state from `cfg`; trains (`hat train opd`).
@@ -349,6 +348,10 @@ def run_opd(
       workdir: run folder: config.json, metrics.jsonl, tb/, ckpt/.
       model: a student to start from instead of `cfg.init_from` (tests).
       teacher: a teacher instead of `cfg.init_teacher_from` (tests).
+      fresh: delete the workdir's earlier outputs and start over.
+      allow_config_change: resume a checkpoint of another config (recorded in
+        metrics.jsonl); by default that is refused
+        (`hat_jax.train.workdir.open_run`).
       **train_kw: passed to `hat_jax.train.loop.train` (progress, on_step).
 
     Returns:
@@ -358,7 +361,9 @@ def run_opd(
     from hat_jax.train import build
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
+    from hat_jax.train.workdir import check_config, open_run
 
+    check_config(cfg)
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     tokenizer = build.load_tokenizer(cfg.tokenizer)
@@ -386,11 +391,13 @@ def run_opd(
             f"teacher vocab {tvocab} != student vocab {mcfg.vocab_size}: OPD "
             "compares distributions over one shared vocabulary"
         )
-    os.makedirs(workdir, exist_ok=True)
+    build.check_vocab(tokenizer, mcfg.vocab_size)
     record = cfg.to_dict()
     record["model"] = dataclasses.asdict(mcfg)
     record["data_stats"] = stats
-    Path(workdir, "config.json").write_text(json.dumps(record, indent=2))
+    run = open_run(
+        workdir, record, fresh=fresh, allow_config_change=allow_config_change
+    )
 
     # LoRA (cfg.lora.rank > 0) on the student only, after the teacher was taken.
     model = build.add_adapters(cfg, model)
@@ -429,6 +436,7 @@ def run_opd(
         data=batches,
         step_fn=step_fn,
         tokens_per_batch=lambda _: counted["tokens"],
+        after_restore=run.commit,
         **train_kw,
     )
     return state, graphdef, last

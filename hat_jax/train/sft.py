@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import os
 
 import jax
 import jax.numpy as jnp
@@ -232,10 +230,19 @@ def jit_sft_step(graphdef, cfg: ml_collections.ConfigDict):
     )
 
 
-def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
+def run_sft(
+    cfg: ml_collections.ConfigDict,
+    workdir,
+    *,
+    fresh: bool = False,
+    allow_config_change: bool = False,
+    **train_kw,
+):
     """Builds data, model and state from `cfg` and trains (`hat train sft`).
 
-    Writes `config.json` (with the model's actual config) into `workdir`. With
+    Writes `config.json` (with the model's actual config) into `workdir` once a
+    resume (if any) succeeded; a rerun with another config is refused unless
+    `fresh` or `allow_config_change` (`hat_jax.train.workdir.open_run`). With
     `cfg.mesh` (axis sizes) the state is sharded over a device mesh and the step
     jitted with its shardings (`hat_jax.parallel.placement`). With
     `cfg.lora.rank` > 0 the model gets LoRA adapters and only they are trained;
@@ -250,7 +257,9 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
     from hat_jax.train import build, data
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
+    from hat_jax.train.workdir import check_config, open_run
 
+    check_config(cfg)
     tokenizer = build.load_tokenizer(cfg.tokenizer)
     trajs = data.select_trajectories(
         read_jsonl(cfg.data.train), fixed_harness=bool(cfg.data.fixed_harness)
@@ -270,12 +279,13 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
         pad_id=tokenizer.pad_id,
     )
     model, mcfg = build.make_model(cfg)
-    os.makedirs(workdir, exist_ok=True)
+    build.check_vocab(tokenizer, mcfg.vocab_size)
     record = cfg.to_dict()
     record["model"] = dataclasses.asdict(mcfg)
     record["data_stats"] = stats
-    with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
+    run = open_run(
+        workdir, record, fresh=fresh, allow_config_change=allow_config_change
+    )
     # LoRA (cfg.lora.rank > 0): only the adapters (and a co-trained MTP head) get
     # optimiser state; the base weights ride along in `state.frozen`.
     model = build.add_adapters(cfg, model)
@@ -312,6 +322,7 @@ def run_sft(cfg: ml_collections.ConfigDict, workdir, **train_kw):
         tokens_per_batch=lambda b: int((b["segment_ids"] > 0).sum()),  # no padding
         probe=probe,
         probe_every=every,
+        after_restore=run.commit,
         **train_kw,
     )
     return state, graphdef, last

@@ -20,6 +20,7 @@ import json
 import math
 from pathlib import Path
 
+from hat_jax.jsonl import read_json
 from paper.render import MISSING, RULE, Table
 from paper.results import Run, Sweep
 from paper.tables.registry import register, skipped_note
@@ -82,7 +83,7 @@ def read_replays(folder: Path | None) -> tuple[dict[str, dict[int, dict]], dict]
     for head in HEADS:
         path = None if folder is None else folder / head / "replay.json"
         if path is not None and path.exists():
-            result = json.loads(path.read_text(encoding="utf-8"))
+            result = read_json(path)
             out[head] = {int(r["concurrency"]): r["summary"] for r in result["runs"]}
             drafts[head] = int((result.get("options") or {}).get("mtp_k") or 0)
     return out, drafts
@@ -101,7 +102,7 @@ def _head_status(folder: Path | None) -> dict[str, str]:
     path = None if folder is None else folder / "config.json"
     if path is None or not path.exists():
         return {}
-    heads = json.loads(path.read_text(encoding="utf-8")).get("heads") or {}
+    heads = read_json(path).get("heads") or {}
     return {k: str(v.get("status", "")) for k, v in heads.items()}
 
 

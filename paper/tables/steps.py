@@ -14,9 +14,9 @@ steps count once, so it is the sweep's compute time (`make reproduce`'s record).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
+from hat_jax.jsonl import read_json
 from hat_jax.train.metrics import read_metrics
 from paper.render import MISSING, RULE, Table
 from paper.results import Run, Sweep, load_run
@@ -66,7 +66,7 @@ class StepFolder:
 
 
 def _read(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def all_runs(sweep: Sweep) -> list[Run]:

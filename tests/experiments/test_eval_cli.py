@@ -168,3 +168,50 @@ def eval_cli_args(argv):
     p = argparse.ArgumentParser()
     eval_cli.add_arguments(p)
     return p.parse_args([*argv, "--out", "/nonexistent/never-written"])
+
+
+def test_endpoint_key_comes_from_the_named_variable(tmp_path, monkeypatch):
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, obj):
+            seen.append(self.headers.get("Authorization"))
+            data = json.dumps(obj).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.reply({"data": [{"id": "tiny"}]})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.reply({"choices": [{"text": "Thanks!", "finish_reason": "stop"}]})
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    argv = ["--suite", "t1", "--endpoint", url, "--limit", "1", "--no-progress"]
+    monkeypatch.delenv("HAT_API_KEY", raising=False)
+    monkeypatch.delenv("UNSET_KEY", raising=False)
+    try:
+        with pytest.raises(ValueError, match="UNSET_KEY"):
+            eval_cli.main(
+                [*argv, "--api-key-env", "UNSET_KEY", "--out", str(tmp_path / "x")]
+            )
+        assert seen == []  # refused before any request
+        monkeypatch.setenv("MY_KEY", "s3cret")
+        out = tmp_path / "ep"
+        assert eval_cli.main([*argv, "--api-key-env", "MY_KEY", "--out", str(out)]) == 0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(seen) >= 2 and set(seen) == {"Bearer s3cret"}  # models + completion
+    assert not any("s3cret" in f.read_text() for f in out.rglob("*") if f.is_file())

@@ -10,6 +10,7 @@ from experiments.rl_sim import RowChunkedPolicy, rollout_binding, run_rl
 from hat_jax.cli.config_flags import load_config
 from hat_jax.harness import load_harness
 from hat_jax.train.metrics import read_metrics
+from hat_jax.train.workdir import ConfigChangeError
 
 CONFIG = "experiments/configs/rl_tiny.py"
 
@@ -131,6 +132,10 @@ def test_resumed_run_is_bit_identical(tmp_path, tokenizer_dir):
     cfg1 = load_config(f"{CONFIG}:steps=1", over)
     first, _, _ = run_rl(cfg1, resumed, progress=False)
     at1 = jax.tree.map(np.asarray, first.params)
+    record = (resumed / "config.json").read_bytes()
+    with pytest.raises(ConfigChangeError, match=r"rl\.kl_coef: 0\.01 -> 0\.5"):
+        run_rl(load_config(f"{CONFIG}:steps=2,kl_coef=0.5", over), resumed)
+    assert (resumed / "config.json").read_bytes() == record  # refused, kept
     cfg = load_config(f"{CONFIG}:steps=2", over)
     a, _, _ = run_rl(cfg, resumed, progress=False)
     b, _, _ = run_rl(cfg, straight, progress=False)
@@ -143,6 +148,9 @@ def test_resumed_run_is_bit_identical(tmp_path, tokenizer_dir):
     assert sorted(p.name for p in (resumed / "ckpt").iterdir()) == ["1", "2"]
     rows_a = read_metrics(resumed / "metrics.jsonl")
     rows_b = read_metrics(straight / "metrics.jsonl")
+    # the longer run (train.steps 1 -> 2, the schedule kept) is recorded
+    change = {"step": 1, "config_change": {"train.steps": {"old": 1, "new": 2}}}
+    assert rows_a.pop(1) == change
     assert [r["step"] for r in rows_a] == [1, 2]
     # Every metric but the timing; the sampler's log-probs (ratio, gap) show
     # that it resumed with the checkpoint's params.

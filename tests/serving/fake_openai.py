@@ -14,6 +14,7 @@ REPLY = "Thanks for asking, the host will answer in a moment!"
 class FakeServer:
     def __init__(self, kill_after: int | None = None):
         self.requests = 0
+        self.auth: set[str] = set()  # every Authorization header on /v1
         self.kill_after = kill_after
         owner = self
 
@@ -29,6 +30,8 @@ class FakeServer:
                 self.wfile.write(body)
 
             def do_GET(self):
+                if self.path.startswith("/v1/"):  # vLLM's key guards /v1 only
+                    owner.auth.add(self.headers.get("Authorization", ""))
                 if self.path == "/v1/models":
                     self.send(200, json.dumps({"data": [{"id": "tiny"}]}).encode())
                 elif self.path == "/metrics":
@@ -46,6 +49,7 @@ class FakeServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests += 1
+                owner.auth.add(self.headers.get("Authorization", ""))
                 if owner.kill_after and owner.requests >= owner.kill_after:
                     threading.Thread(target=owner.kill, daemon=True).start()
                 words = REPLY.split(" ")

@@ -57,6 +57,23 @@ def test_server_killed_midway_counts_failed_turns(tmp_path):
     assert (tmp_path / "out" / "replay.md").exists()
 
 
+def test_endpoint_replay_sends_the_key_it_is_told_to(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_REPLAY_KEY", "sk-replay-123")
+    monkeypatch.setenv("HAT_API_KEY", "sk-default-456")
+    jobs = _jobs(tmp_path, 2)
+    with FakeServer() as server:
+        opts = ReplayOptions(timeout_s=5.0, api_key_env="MY_REPLAY_KEY")
+        replay(
+            jobs, "endpoint", server.url, tmp_path / "a", concurrency=(1,), opts=opts
+        )
+        assert server.auth == {"Bearer sk-replay-123"}
+        server.auth.clear()
+        replay(jobs, "endpoint", server.url, tmp_path / "b", opts=ReplayOptions())
+        assert server.auth == {"Bearer sk-default-456"}
+    saved = (tmp_path / "a" / "replay.json").read_text()
+    assert "sk-replay-123" not in saved and "sk-default" not in saved
+
+
 def test_parse_prometheus_text():
     text = (
         "# HELP x\n"

@@ -37,7 +37,8 @@ def test_embedded_replay_reports_every_metric(
             assert 0 < s[key]["p50"] <= s[key]["p95"] <= s[key]["p99"]
         assert 0 <= s["share_under_15s"] <= 1
         assert s["decode_tok_s"] > 0 and s["new_tokens"] > 0
-        assert math.isclose(sum(s["time_split"].values()), 1.0, abs_tol=1e-6)
+        # by construction (serving.metrics), not by how the clocks ran
+        assert math.isclose(sum(s["time_split"].values()), 1.0, abs_tol=1e-12)
         if mtp_k:
             assert 0 <= s["mtp_acceptance_rate"] <= 1
             assert s["mtp_mean_accepted_length"] >= 1

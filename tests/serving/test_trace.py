@@ -87,6 +87,19 @@ def test_not_json_and_missing_file(tmp_path):
         read_trace(tmp_path / "missing.jsonl")
 
 
+@pytest.mark.parametrize(
+    "raw, why",
+    [(b"\xff\xfe\n", "not UTF-8"), (b"[" * 500 + b"]" * 500 + b"\n", "nested deeper"),
+     (b'{"t": NaN}\n', "NaN"), (b"[1]\n", "a JSON object")],
+)  # fmt: skip
+def test_undecodable_lines_are_located(tmp_path, small_trace, raw, why):
+    good = _write(tmp_path / "good.jsonl", _lines(small_trace))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(good.read_bytes().splitlines(keepends=True)[0] + raw)
+    with pytest.raises(TraceError, match=f"bad.jsonl:2: expected .*{why}"):
+        read_trace(bad)
+
+
 @pytest.mark.parametrize("n", [1, 2, 5, 100])
 def test_percentile_matches_numpy(n):
     xs = np.random.default_rng(n).exponential(3.0, n).tolist()

@@ -36,13 +36,18 @@ def verdict(acc, eff, tool, skill, why="ok"):
     )
 
 
+HANG = "hang"  # a delay that never answers (until the stub closes)
+
+
 class Stub:
     """A chat-completions server; ``script(path, body, n)`` -> (status, content,
-    delay), ``n`` counting requests per path; content None sends a non-JSON body."""
+    delay), ``n`` counting requests per path; content None sends a non-JSON body;
+    the delay ``HANG`` holds the reply until the stub closes."""
 
     def __init__(self, script):
         self.script, self.requests, self.counts = script, [], {}
         self.lock = threading.Lock()
+        self.closing = threading.Event()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +59,10 @@ class Stub:
                     stub.counts[path] = n + 1
                     stub.requests.append((path, body, dict(self.headers)))
                 status, content, delay = stub.script(path, body, n)
-                time.sleep(delay)
+                if delay == HANG:
+                    stub.closing.wait(60)
+                else:
+                    time.sleep(delay)
                 if content is None:
                     data = b"<html>oops</html>"
                 else:
@@ -81,6 +89,7 @@ class Stub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self):
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -142,10 +151,12 @@ def test_bad_replies_are_retried_then_recorded_without_raising(stub):
     eps = [s.url + p for p in ("/garbage-once", "/500-once", "/html")]
     v = judge_case(LLMJudge(eps, retries=1, backoff=0))
     assert v.votes[0] is not None and v.votes[1] is not None and v.votes[2] is None
-    assert len(v.errors) == 4  # one per failed attempt
-    assert any("HTTP 500" in e for e in v.errors)
+    # The 500 is retried by the client and the garbled verdict asked again; a
+    # body that is not JSON is a malformed reply, which ends that vote.
+    assert s.counts == {"/garbage-once": 2, "/500-once": 2, "/html": 1}
+    assert len(v.errors) == 2  # one per failed attempt the judge saw
     assert any("no JSON object" in e for e in v.errors)
-    assert sum("non-JSON response" in e for e in v.errors) == 2
+    assert sum("response is not JSON" in e for e in v.errors) == 1
     # Two votes left: a 1-1 accuracy tie goes to 0; the lower median elsewhere.
     assert v.scores["accuracy"].value == 0.0
     assert v.scores["effectiveness"].value == 1.0
@@ -154,15 +165,16 @@ def test_bad_replies_are_retried_then_recorded_without_raising(stub):
 
 def test_timeouts_and_bad_scores_are_recorded(stub):
     def script(path, body, n):
-        if path == "/slow":
-            return 200, verdict(1, 1, 1, 1), 1.0
+        if path == "/slow":  # never answers: a timeout whatever the machine load
+            return 200, verdict(1, 1, 1, 1), HANG
         if path == "/range":  # a score outside [0, 1]
             return 200, verdict(1, 1, 1.5, 1), 0
         return 200, verdict(1, 0.5, 1, 1), 0
 
     s = stub(script)
     eps = [s.url + p for p in ("/slow", "/range", "/fine")]
-    v = judge_case(LLMJudge(eps, timeout=0.2, retries=0, backoff=0))
+    # a deadline far above a local reply's milliseconds, so only /slow misses it
+    v = judge_case(LLMJudge(eps, timeout=3.0, retries=0, backoff=0))
     assert v.votes[:2] == [None, None]
     assert any("timed out" in e or "Timeout" in e for e in v.errors)
     assert any("tool_rationality: bad or missing score 1.5" in e for e in v.errors)

@@ -2,7 +2,9 @@
 
 Keywords are used as regular expressions, unescaped and case-insensitive, as the
 original IFEval does (so `keywords:frequency` also counts a keyword inside a
-longer word, while `keywords:forbidden_words` matches whole words only).
+longer word, while `keywords:forbidden_words` matches whole words only); they
+are compiled when the prompt is read and matched with a time bound
+(`registry.Pattern`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import random
 import re
 import string
 
+import regex
+
 from hat_jax.eval.ifeval import text
 from hat_jax.eval.ifeval.registry import (
+    Pattern,
     check_count,
     check_relation,
     compare,
@@ -36,8 +41,12 @@ def _words(instruction_id: str, words) -> list[str]:
 
 @register("keywords:existence")
 def keyword_existence(*, keywords):
-    keywords = _words("keywords:existence", keywords)
-    return lambda r: all(re.search(k, r, flags=re.IGNORECASE) for k in keywords)
+    iid = "keywords:existence"
+    patterns = [
+        Pattern(iid, "keyword", k, flags=regex.IGNORECASE)
+        for k in _words(iid, keywords)
+    ]
+    return lambda r: all(p.search(r) for p in patterns)
 
 
 @register("keywords:frequency")
@@ -46,14 +55,19 @@ def keyword_frequency(*, keyword, frequency, relation):
     check_relation("keywords:frequency", relation)
     if not isinstance(keyword, str) or not keyword.strip():
         raise ValueError("keywords:frequency: expected a keyword")
-    pattern = re.compile(keyword.strip(), flags=re.IGNORECASE)
+    pattern = Pattern(
+        "keywords:frequency", "keyword", keyword.strip(), flags=regex.IGNORECASE
+    )
     return lambda r: compare(len(pattern.findall(r)), frequency, relation)
 
 
 @register("keywords:forbidden_words")
 def forbidden_words(*, forbidden_words):
-    words = _words("keywords:forbidden_words", forbidden_words)
-    patterns = [re.compile(rf"\b{w}\b", flags=re.IGNORECASE) for w in words]
+    iid = "keywords:forbidden_words"
+    patterns = [
+        Pattern(iid, "forbidden word", w, rf"\b{w}\b", flags=regex.IGNORECASE)
+        for w in _words(iid, forbidden_words)
+    ]
     return lambda r: not any(p.search(r) for p in patterns)
 
 

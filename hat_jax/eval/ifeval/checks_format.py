@@ -1,7 +1,9 @@
 """Checkers on a response's shape: markdown, sections, JSON, title, start/end.
 
 Markers given in the prompt file (section splitters, postscript markers) are
-used as regular expressions, unescaped, as the original IFEval does.
+used as regular expressions, unescaped, as the original IFEval does; they are
+compiled when the prompt is read and matched with a time bound
+(`registry.Pattern`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import json
 import re
 
-from hat_jax.eval.ifeval.registry import check_count, register
+import regex
+
+from hat_jax.eval.ifeval.registry import Pattern, check_count, register
 
 CONSTRAINED_OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
@@ -37,7 +41,13 @@ def postscript(*, postscript_marker):
         pattern = r"\s*p\.\s?s\..*$"
     else:
         pattern = r"\s*" + marker.lower() + r".*$"
-    compiled = re.compile(pattern, flags=re.MULTILINE)
+    compiled = Pattern(
+        "detectable_content:postscript",
+        "postscript_marker",
+        marker,
+        pattern,
+        flags=regex.MULTILINE,
+    )
     return lambda r: compiled.search(r.lower()) is not None
 
 
@@ -77,7 +87,9 @@ def multiple_sections(*, section_spliter, num_sections):
     iid = "detectable_format:multiple_sections"
     splitter = _marker(iid, section_spliter)
     check_count(iid, "num_sections", num_sections)
-    pattern = re.compile(r"\s?" + splitter + r"\s?\d+\s?")
+    pattern = Pattern(
+        iid, "section_spliter", splitter, r"\s?" + splitter + r"\s?\d+\s?"
+    )
     return lambda r: len(pattern.split(r)) - 1 >= num_sections
 
 

@@ -4,6 +4,10 @@ Strict: the response as given. Loose: an instruction counts as followed if any
 of eight variants follows it — the response with its first line, last line,
 both or neither removed, each with and without every `*`. An empty (all
 whitespace) response or variant never follows anything.
+
+A row-supplied pattern that runs past `registry.MATCH_TIMEOUT_S` on a response
+stops scoring with a `DataError` naming the row and the instruction (no verdict
+is made up for it).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from hat_jax.eval.ifeval import registry
 from hat_jax.eval.ifeval.data import Prompt, load_prompts, prompt_from_dict
+from hat_jax.jsonl import DataError, field
 
 METRICS = (
     "prompt_level_strict",
@@ -35,11 +40,18 @@ def loose_variants(response: str) -> list[str]:
 
 
 def evaluate(prompt: Prompt, response: str) -> tuple[list[bool], list[bool]]:
-    """Per-instruction verdicts `(strict, loose)` of one response."""
+    """Per-instruction verdicts `(strict, loose)` of one response.
+
+    Raises:
+      registry.MatchTimeout: a row-supplied pattern ran out of time.
+    """
     others = [v for v in loose_variants(response)[1:] if v.strip()]
+    checks = prompt.checks or tuple(
+        registry.build(iid, kw)
+        for iid, kw in zip(prompt.instruction_id_list, prompt.kwargs)
+    )
     strict, loose = [], []
-    for iid, kw in zip(prompt.instruction_id_list, prompt.kwargs):
-        check = registry.build(iid, kw)
+    for check in checks:
         s = bool(response.strip()) and bool(check(response))
         strict.append(s)
         loose.append(s or any(bool(check(v)) for v in others))
@@ -49,11 +61,11 @@ def evaluate(prompt: Prompt, response: str) -> tuple[list[bool], list[bool]]:
 def _prompt_of(row: Mapping[str, Any], where: str, by_text) -> Prompt:
     if "instruction_id_list" in row or "kwargs" in row:
         return prompt_from_dict(dict(row), where)
-    prompt = by_text().get(row["prompt"])
+    text = field(row, "prompt", where, str)
+    prompt = by_text().get(text)
     if prompt is None:
-        text = row["prompt"]
         short = text if len(text) <= 60 else text[:57] + "..."
-        raise ValueError(
+        raise DataError(
             f"{where}: prompt is not one of the IFEval prompts: {short!r} (give "
             "'instruction_id_list' and 'kwargs' to score other prompts)"
         )
@@ -83,7 +95,10 @@ def score_responses(
     for i, row in enumerate(rows):
         where = row.get("_where", f"row {i}")
         prompt = _prompt_of(row, where, by_text)
-        strict, loose = evaluate(prompt, row["response"])
+        try:
+            strict, loose = evaluate(prompt, field(row, "response", where, str))
+        except registry.MatchTimeout as e:
+            raise DataError(f"{where}: {e}") from None
         seen.add(prompt.prompt)
         records.append(
             {

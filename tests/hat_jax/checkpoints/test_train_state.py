@@ -78,6 +78,22 @@ _HELPER = textwrap.dedent(
         return {f"w{i}": np.full((1024, 2048), step + i, np.float32) for i in range(8)}
 
 
+    def hold_commit():
+        """Later saves never reach orbax's final rename: the kill lands mid-save
+        by the order of events, whatever the machine's load or disk speed."""
+        import asyncio
+        import threading
+
+        from orbax.checkpoint._src.path import atomicity
+
+        never = threading.Event()
+
+        async def finalize(self):
+            await asyncio.to_thread(never.wait)
+
+        atomicity.AtomicRenameTemporaryPath.finalize = finalize
+
+
     def main(directory, mode, last):
         if mode == "sync":
             ckpt = Checkpointer(directory, save_every=2, keep=2)
@@ -87,6 +103,7 @@ _HELPER = textwrap.dedent(
             ckpt = Checkpointer(directory, save_every=2, keep=2, async_save=True)
             ckpt.maybe_save(2, build_big(2), extra={"pos": 2})
             ckpt.wait()
+            hold_commit()
             ckpt.maybe_save(4, build_big(4), extra={"pos": 4})
         if mode == "sync":
             ckpt.wait()
@@ -172,7 +189,7 @@ def test_kill_during_async_save_restores_a_complete_step(tmp_path, helper):
     script, module = helper
     directory = tmp_path / "ckpt"
     _run_and_kill(script, directory, "async", last=4)
-    # 64 MB cannot be written between maybe_save returning and the kill.
+    # step 4's save was held before its final rename (`hold_commit`)
     assert sorted(os.listdir(directory)) == ["2", "4.orbax-checkpoint-tmp"]
 
     with Checkpointer(directory, save_every=2, keep=2) as ckpt:

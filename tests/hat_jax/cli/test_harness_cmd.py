@@ -79,3 +79,42 @@ def test_render_compact(capsys):
     assert out.startswith("# Who you are\nYou are Xiaotao") and "<tools>" not in out
     assert "\ncheck_stock(link_id: int>=1, sku?: str) - Check stock" in out
     assert "\nquery_item(item: {link_id: int>=1, fields?: [" in out
+
+
+def test_printed_names_are_escaped(tmp_path, capsys):
+    d = tmp_path / "h"
+    shutil.copytree(builtin_path("taolive_v1"), d)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("name: taolive", 'name: "tao\\e]0;x\\alive"'))
+    t = d / "tools" / "02_check_stock.json"  # JSON text can hold any control code
+    t.write_text(t.read_text().replace('"Check', '"\\u001b[2JCheck', 1))
+    assert run("validate", str(d)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK tao\\x1b]0;x\\x07live@1.0: ") and "\x1b" not in out
+    assert run("render", str(d), "--format", "compact") == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2JCheck stock" in out
+    assert "\n" in out.strip()  # line breaks kept
+
+
+def test_error_count_is_the_total_and_the_dir_is_escaped(tmp_path, capsys):
+    d = tmp_path / "h\x1b[2J"
+    shutil.copytree(builtin_path("taolive_v1"), d)
+    for i in range(250):
+        (d / "skills" / f"n{i:03d}.txt").write_text("")
+    assert run("validate", str(d)) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert err.endswith(f"250 error(s) in {tmp_path}/h\\x1b[2J\n")
+    assert err.count("\n") == 202  # 200 errors, "... and 50 more", the count
+
+
+def test_local_folder_shadowing_a_builtin(tmp_path, monkeypatch, capsys, caplog):
+    shutil.copytree(builtin_path("taolive_v2"), tmp_path / "taolive_v1")
+    monkeypatch.chdir(tmp_path)
+    assert run("validate", "taolive_v1") == 0
+    assert capsys.readouterr().out.startswith("OK taolive@2.0")  # the local one
+    assert [r.getMessage() for r in caplog.records] == [
+        f"harness 'taolive_v1': loading the folder {tmp_path / 'taolive_v1'}, not "
+        "the builtin harness of that name (rename the folder to load the builtin)"
+    ]

@@ -80,3 +80,27 @@ def test_hat_train_rl_one_step(tmp_path, capsys):
     rows = read_metrics(work / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1] and "eval/reward" not in rows[0]
     assert (work / "ckpt" / "1").is_dir() and (work / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, want",
+    [
+        ([], {}),
+        (["--fresh"], {"fresh": True}),
+        (["--allow-config-change"], {"allow_config_change": True}),
+    ],
+)
+def test_workdir_flags_reach_the_runner_only_when_given(monkeypatch, flags, want):
+    """A plugin runner that takes neither flag still runs without them."""
+    seen = {}
+
+    def runner(cfg, workdir, **kw):
+        seen.update(kw)
+        return None, None, {"train/loss": 1.0}
+
+    monkeypatch.setattr(train_cmd, "stages", lambda: {"fake": "m:f"})
+    monkeypatch.setattr(train_cmd, "load_runner", lambda spec: runner)
+    cfg = ROOT / "experiments" / "configs" / "sft_tiny.py"
+    argv = ["train", "fake", f"--config={cfg}", "--workdir", "w", *flags]
+    assert hat_main.main(argv) == 0
+    assert seen == {"progress": True, **want}

@@ -115,10 +115,10 @@ def test_sampler_policy_seeds_and_thinking_prefill(tiny_sampler, qwen_tokenizer)
 class FakeServer:
     """A tiny OpenAI-compatible completions server on 127.0.0.1."""
 
-    def __init__(self, mode="ok", delay=0.0):
-        self.mode, self.delay = mode, delay
+    def __init__(self, mode="ok", delay=0.0, meet=0):
+        self.mode, self.delay, self.meet = mode, delay, meet
         self.bodies, self.paths, self.inflight, self.max_inflight = [], [], 0, 0
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -133,6 +133,13 @@ class FakeServer:
                     server.paths.append(self.path)
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
+                    server.lock.notify_all()
+                    # `meet`: no answer until that many requests were in flight
+                    # at once, so overlap is shown by the order of events, not
+                    # by timing; a client that never overlaps waits 10 s here
+                    server.lock.wait_for(
+                        lambda: server.max_inflight >= server.meet, timeout=10
+                    )
                 try:
                     time.sleep(server.delay)
                     self.answer(body)
@@ -183,7 +190,7 @@ def test_openai_policy_concurrent_requests_in_order():
     convs = [
         [SYSTEM, {"role": "user", "content": f"question {i}"}] for i in range(6)
     ] + [CONVERSATIONS[1]]
-    with FakeServer(delay=0.15) as server:
+    with FakeServer(meet=2) as server:
         policy = OpenAIPolicy(server.url + "/v1/", "tiny", max_tokens=32, max_workers=4)
         outs = policy.generate(convs, fmt="qwen_xml", seed=10)
     assert [o.text for o in outs[:6]] == [f"echo: question {i}" for i in range(6)]
@@ -206,7 +213,7 @@ def test_openai_policy_concurrent_requests_in_order():
         ("500", 2, 3, "HTTP 500"),  # server errors are retried
         ("400", 2, 1, "HTTP 400"),  # client errors are not
         ("not_json", 0, 1, "not JSON"),
-        ("no_choices", 0, 1, r"no choices\[0\]\.text"),
+        ("no_choices", 0, 1, r"choices is \[\], not a non-empty list"),
     ],
 )
 def test_openai_policy_clear_errors(mode, retries, attempts, message):

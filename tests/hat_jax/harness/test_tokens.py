@@ -141,7 +141,7 @@ def test_jsonl_round_trip_and_line_errors(tmp_path):
         json.dumps({**json.loads(good[0]), "bogus": 1}): "not a trajectory",
         json.dumps(
             {**json.loads(good[0]), "messages": [{"x": 1}]}
-        ): "expected messages",
+        ): r"field 'messages\[0\]\.role' is missing",
     }
     for line, what in cases.items():
         bad = tmp_path / "bad.jsonl"

@@ -377,7 +377,10 @@ ADVERSARIAL = [
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
 def test_adversarial_inputs_are_fast(fmt, text):
-    start = time.perf_counter()
+    # This thread's CPU time, not the wall clock: other processes on a loaded
+    # machine do not count. Linear parsing takes < 0.05 s here; a backtracking
+    # regex on these 200k-character inputs would take minutes.
+    start = time.thread_time()
     reply = parse_reply(text, fmt, tools=[WEATHER])
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 2.0
     assert all(e.kind in ERROR_KINDS for e in reply.errors)

@@ -122,7 +122,11 @@ def test_lora_run_resumes(lora_run, memo_jsonl, memo_tokenizer, tmp_path):
     again, _, _ = run_sft(longer, tmp_path / "resume", progress=False)
     assert int(again.step) == 4
     rows = (tmp_path / "resume" / "metrics.jsonl").read_text().split("\n")
-    assert [json.loads(r)["step"] for r in rows if r] == [1, 2, 3, 4]
+    rows = [json.loads(r) for r in rows if r]
+    # the longer run is recorded where it resumed (hat_jax.train.workdir)
+    change = {"step": 3, "config_change": {"train.steps": {"old": 3, "new": 4}}}
+    assert rows.pop(3) == change
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
     for a, b in zip(jax.tree.leaves(again.params), jax.tree.leaves(resumed.params)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     _assert_same(_flat(again.frozen), _flat(nnx.state(base, nnx.Param)))

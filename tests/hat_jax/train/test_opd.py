@@ -67,7 +67,8 @@ def test_read_prompts_formats_and_errors(prompts_jsonl, tmp_path):
     for text, why in [
         ('{"prompt": "hi"}\n\nnot json\n', ":3: invalid JSON"),
         ('{"text": "hi"}\n', ":1: expected a 'messages' or a 'prompt' key"),
-        ('{"messages": [{"content": "x"}]}\n', ":1: messages[0] needs a string"),
+        ('{"messages": [{"content": "x"}]}\n', ":1: field 'messages[0].role' is"),
+        ('{"messages": [{"role": "user", "reasoning": 5}]}\n', ":1: field 'messages"),
         ('{"messages": [{"role": "assistant", "content": "x"}]}\n', ":1: only"),
         ("[1]\n", ":1: expected a JSON object"),
     ]:

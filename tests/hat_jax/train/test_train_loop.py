@@ -99,3 +99,20 @@ def test_cli_trains_3_steps_on_simulator_data(sim_jsonl, tokenizer_dir, tmp_path
     assert rows[0]["train/lr"] > 0
     assert os.listdir(tmp_path / "ckpt") == ["3"]
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "tb"))
+
+
+def test_metrics_drop_a_torn_last_line_and_locate_other_bad_ones(tmp_path):
+    from hat_jax.jsonl import DataError
+    from hat_jax.train.metrics import trim_metrics
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"step": 1, "x": NaN}\n{"step": 2}\n{"step": 3, "lo')
+    rows = read_metrics(path)  # a kill mid-write leaves the last line cut
+    assert [r["step"] for r in rows] == [1, 2] and rows[0]["x"] != rows[0]["x"]
+    trim_metrics(path, 1)
+    assert path.read_bytes() == b'{"step": 1, "x": NaN}\n'
+    for raw, line in [(b'{"step": 1}\n\xff\n', 2), (b'[1]\n{"step": 2}\n', 1),
+                      (b'{"step": 1\n{"step": 2}\n', 1)]:  # fmt: skip
+        path.write_bytes(raw)
+        with pytest.raises(DataError, match=f"metrics.jsonl:{line}: "):
+            read_metrics(path)
