@@ -52,6 +52,7 @@ from augment import apply_spec, sample_family_spec
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.harness import SamplerPolicy, load_harness, run_turns
 from hat_jax.harness.policy import formats, thinking_prefill
+from hat_jax.jsonl import write_text_atomic
 from hat_jax.parallel.placement import mesh_from_config
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.train import build
@@ -357,8 +358,8 @@ def run_rl(
         means, scores = evaluate(cfg, policy, base, held_out, backend)
         means["eval/seconds"] = time.perf_counter() - t0
         os.makedirs(os.path.join(workdir, "eval"), exist_ok=True)
-        with open(os.path.join(workdir, "eval", f"{step}.json"), "w") as f:
-            json.dump(scores, f)
+        path = os.path.join(workdir, "eval", f"{step}.json")
+        write_text_atomic(path, json.dumps(scores))
         return means
 
     steps, every, last = int(cfg.train.steps), int(cfg.eval.every), {}

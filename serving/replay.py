@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hat_jax.endpoint import api_key_from_env
+from hat_jax.jsonl import write_text_atomic
 from serving import metrics, prom
 from serving.cases import Job
 from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
@@ -151,7 +152,7 @@ def replay(
         "clock": "virtual" if backend_kind == "embedded" else "wall",
         "runs": runs,
     }
-    (out / "replay.json").write_text(json.dumps(result, indent=1, default=float))
-    (out / "replay.md").write_text(metrics.markdown_table(rows))
+    write_text_atomic(out / "replay.json", json.dumps(result, indent=1, default=float))
+    write_text_atomic(out / "replay.md", metrics.markdown_table(rows))
     metrics.plot_cdf(curves, out / "latency_cdf.png")
     return result

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.driver.registry import register
+from hat_jax.jsonl import write_text_atomic
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -236,7 +237,7 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         )
         heads[name]["status"] = "done"
     record = {**p, "trace_header": trace.header, "heads": heads}
-    (out / "config.json").write_text(json.dumps(record, indent=1, default=str))
+    write_text_atomic(out / "config.json", json.dumps(record, indent=1, default=str))
     info: dict[str, Any] = {"messages": len(jobs), "heads": {}}
     for name, h in heads.items():
         if h["status"] != "done":

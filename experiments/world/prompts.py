@@ -12,7 +12,6 @@ takes about 3 s (2 shared CPU cores).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 
 from experiments.world import banks
 from experiments.world.instruct import make_instruct
+from hat_jax.jsonl import write_jsonl_atomic
 
 PROMPT_STREAM = 202  # apart from base_data.BASE_STREAM
 
@@ -68,10 +68,10 @@ def write_prompts(out: str | Path, *, n: int, seed: int) -> dict[str, int]:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
-    with open(out, "w", encoding="utf-8") as f:
-        for i in range(n):
-            kind, text = prompt_at(seed, i)
-            counts[kind] += 1
-            line = {"messages": [{"role": "user", "content": text}]}
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    rows = []
+    for i in range(n):
+        kind, text = prompt_at(seed, i)
+        counts[kind] += 1
+        rows.append({"messages": [{"role": "user", "content": text}]})
+    write_jsonl_atomic(out, rows)
     return {k: counts[k] for k in KINDS}

@@ -17,7 +17,9 @@ temporary folders are ignored and removed when a `Checkpointer` opens the direct
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from typing import Any
 
 import jax
@@ -57,6 +59,19 @@ def abstract_like(template: Any) -> Any:
       carry the template's shape, dtype and sharding.
     """
     return jax.tree.map(_abstract_leaf, template)
+
+
+def _shapes(tree: Any) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """Leaf path (its names, however the tree spells keys) -> shape."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            continue  # a typed key is saved as its raw uint32 data
+        if shape is not None:
+            key = tuple(re.findall(r"\w+", jax.tree_util.keystr(path)))
+            out[key] = tuple(shape)
+    return out
 
 
 class Checkpointer:
@@ -158,13 +173,38 @@ class Checkpointer:
         step = self._manager.latest_step()
         if step is None:
             return None
+        abstract = abstract_like(template_state)
+        self._check_shapes(step, abstract)
         args = ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_like(template_state)),
+            state=ocp.args.StandardRestore(abstract),
             extra=ocp.args.JsonRestore(),
         )
         restored = self._manager.restore(step, args=args)
         state = jax.tree.map(_match_scalar, template_state, restored.state)
         return state, dict(restored.extra or {}), step
+
+    def _check_shapes(self, step: int, abstract: Any) -> None:
+        """Names a checkpoint of other shapes before orbax tries to restore it
+        (a failed orbax restore leaves its event loop half shut down)."""
+        absl_log = logging.getLogger("absl")
+        level = absl_log.level  # the step's own metadata file is not needed
+        absl_log.setLevel(logging.ERROR)
+        try:
+            with ocp.StandardCheckpointer() as reader:
+                saved = reader.metadata(
+                    os.path.join(self.directory, str(step), "state")
+                )
+        finally:
+            absl_log.setLevel(level)
+        have, want = _shapes(getattr(saved, "item_metadata", saved)), _shapes(abstract)
+        bad = [k for k in want if k in have and have[k] != want[k]]
+        if bad:
+            k = bad[0]
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise ValueError(
+                f"step {step} holds {'.'.join(k)} of shape {have[k]}, the state "
+                f"needs {want[k]}{more}"
+            )
 
     def wait(self) -> None:
         """Blocks until any background save has been committed."""

@@ -32,6 +32,8 @@ from typing import Any
 
 import ml_collections
 
+from hat_jax.jsonl import write_text_atomic
+
 __all__ = [
     "QUIET_KEYS",
     "RECORDED_KEYS",
@@ -221,7 +223,7 @@ class RunRecord:
         and prints them (call after metrics.jsonl was trimmed to `start`)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.record, indent=2)
-        (self.workdir / "config.json").write_text(text, encoding="utf-8")
+        write_text_atomic(self.workdir / "config.json", text)  # the record stays whole
         if start > 0 and self.changes:
             row = {"step": int(start), "config_change": dict(self.changes)}
             with open(self.workdir / "metrics.jsonl", "a", encoding="utf-8") as f:
