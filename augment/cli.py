@@ -22,6 +22,7 @@ from augment.families import HELDOUT_FAMILIES, TRAIN_FAMILIES, sample_family_spe
 from augment.ops import all_ops
 from augment.spec import apply_spec
 from augment.validate import harness_problems
+from hat_jax.harness.builtin import builtin_path
 from hat_jax.harness.dump import dump_harness
 from hat_jax.harness.loader import load_harness
 from hat_jax.printable import shown
@@ -75,6 +76,15 @@ def run(args) -> int:
     if problems:
         raise ValueError("augmented harness is invalid: " + "; ".join(problems))
     out = Path(args.out)
+    src = Path(args.src) if Path(args.src).is_dir() else builtin_path(args.src)
+    a, b = src.resolve(), out.resolve()
+    if a == b or a in b.parents or b in a.parents:
+        print(
+            f"hat augment: error: --out {shown(out)} overlaps the source harness "
+            f"{shown(src)} (write the augmented harness to a folder of its own)",
+            file=sys.stderr,
+        )
+        return 1
     try:  # mapping.json goes in with the harness: all or nothing, no links followed
         extra = {"mapping.json": mapping.to_json() + "\n"}
         dump_harness(aug, out, overwrite=args.overwrite, extra=extra)

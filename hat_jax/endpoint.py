@@ -132,6 +132,7 @@ class EndpointClient:
         self.timeout_s, self.max_bytes = timeout_s, max_bytes
         self.retries, self.backoff_s, self.sleep = retries, backoff_s, sleep
         self._headers = {"Accept-Encoding": "identity"}
+        self._secret = api_key or None  # never shown: scrubbed from server text
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.Client(follow_redirects=False)
@@ -196,6 +197,8 @@ class EndpointClient:
                         "refused (redirects are not followed)"
                     )
                 detail = reply.data[:_DETAIL].decode(errors="replace")
+                if self._secret:  # a server may echo the request's headers
+                    detail = detail.replace(self._secret, "<api key>")
                 last = f"HTTP {reply.status}: {detail}"
                 if reply.status != 429 and reply.status < 500:
                     raise PolicyError(f"{where}: {last}")
@@ -203,7 +206,11 @@ class EndpointClient:
             if attempt == self.retries:
                 break
             delay = self.backoff_s * 2**attempt
-            if retry_after and retry_after.strip().isdigit():
+            if (
+                retry_after
+                and retry_after.strip().isascii()
+                and (retry_after.strip().isdigit())
+            ):
                 delay = max(delay, float(retry_after))
             if time.monotonic() + delay >= deadline:
                 last += " (no time left to retry)"

@@ -20,6 +20,7 @@ import math
 import os
 import re
 import secrets
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -176,7 +177,12 @@ def iter_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[str
     Raises:
       DataError: ``path:line: what was wrong`` at the first bad line.
     """
-    with open(path, "rb") as f:
+    # O_NONBLOCK: a fifo opens at once (then refused) instead of blocking.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file (a fifo, device or folder)")
+    with os.fdopen(fd, "rb") as f:
         for lineno, line in enumerate(f, 1):
             if lineno == 1:
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM some editors add

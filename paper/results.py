@@ -262,9 +262,19 @@ def load_sweep(root: str | Path) -> Sweep:
     if not root.is_dir():
         raise ValueError(f"{root}: no such sweep root")
     info = _read_json(root / "sweep.json") or {}
+    if not isinstance(info, dict) or not isinstance(info.get("runs", []), list):
+        raise ValueError(f"{root / 'sweep.json'}: expected {{'runs': [names]}}")
     names = info.get("runs") or sorted(
         p.name for p in root.iterdir() if (p / "run.json").exists()
     )
+    inside = root.resolve()
+    for name in names:  # a run is a folder of the root, never a path elsewhere
+        ok = isinstance(name, str) and name not in ("", ".", "..")
+        ok = ok and Path(name).name == name
+        if not ok or inside not in (root / name).resolve().parents:
+            raise ValueError(
+                f"{root}: run {name!r} is not a folder inside the sweep root"
+            )
     runs, skipped = [], []
     for name in names:
         run, why = load_run(root, name)

@@ -74,3 +74,18 @@ def test_overwrite_replaces_harness_and_mapping(tmp_path):
     assert (out / "mapping.json").read_text() != first
     assert load_harness(out).layout.format == "xml"
     assert sorted(os.listdir(tmp_path)) == ["out"]  # no temporary folder left
+
+
+@pytest.mark.parametrize("where", ["same", "inside", "parent"])
+def test_out_may_not_overlap_the_source(tmp_path, capsys, where):
+    from hat_jax.cli.main import main as hat_main
+    from hat_jax.harness.builtin import builtin_path
+
+    src = tmp_path / "src" / "h"
+    shutil.copytree(builtin_path("taolive_v1"), src)
+    before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
+    out = {"same": src, "inside": src / "skills", "parent": src.parent}[where]
+    argv = ["augment", str(src), "--ops", "rename_tools", "--out", str(out)]
+    assert hat_main([*argv, "--overwrite"]) == 1
+    assert "overlaps the source harness" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before

@@ -384,3 +384,16 @@ def test_judge_endpoints_take_their_key_from_the_environment(monkeypatch):
     monkeypatch.delenv("UNSET_KEY", raising=False)
     with pytest.raises(ValueError, match="UNSET_KEY"):
         LLMJudge([Endpoint("http://h", api_key_env="UNSET_KEY")])
+
+
+@pytest.mark.parametrize("code", [401, 500])
+def test_a_server_echoing_the_key_does_not_get_it_printed(code):
+    def echo(h, n):
+        send(h, code, {"you_sent": h.headers.get("Authorization")})
+
+    with Local(echo) as server:
+        client = EndpointClient(server.url, api_key="sk-echo-789", retries=1,
+                                sleep=lambda s: None)  # fmt: skip
+        with pytest.raises(PolicyError) as e:
+            client.post_json("completions", {})
+    assert "sk-echo" not in str(e.value) and "<api key>" in str(e.value)

@@ -9,6 +9,7 @@ and no temporary file behind.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -373,3 +374,14 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
     plain = tmp_path / "plain"
     plain.write_text("")  # the umask's mode, which the renamed file keeps
     assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_file_that_is_not_regular_is_refused_unread(tmp_path, kind):
+    from hat_jax.jsonl import DataError, iter_jsonl
+
+    path = {"fifo": tmp_path / "f.jsonl", "device": "/dev/zero"}.get(kind, tmp_path)
+    if kind == "fifo":
+        os.mkfifo(path)  # a blocking open would hang the test here
+    with pytest.raises(DataError, match="not a regular file"):
+        list(iter_jsonl(path))
