@@ -197,8 +197,9 @@ def iter_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[str
             yield where, value
 
 
-def read_json(path: str | Path, *, allow_nan: bool = True) -> Any:
-    """The JSON value of a whole file (``run.json``, ``summary.json``, ...).
+def read_json(path: str | Path) -> Any:
+    """The JSON value of a whole file of ours (``run.json``, ``summary.json``,
+    ...; NaN allowed, as ``json`` writes it for a missing score).
 
     Raises:
       DataError: ``path:line: ...`` when it is not UTF-8 or not JSON.
@@ -209,7 +210,7 @@ def read_json(path: str | Path, *, allow_nan: bool = True) -> Any:
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 (byte offset {e.start})") from None
     try:
-        return json.loads(text) if allow_nan else parse_line(text, str(path))
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     except (RecursionError, ValueError) as e:

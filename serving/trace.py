@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from hat_jax.jsonl import DataError, parse_line, write_text_atomic
+from hat_jax.jsonl import DataError, iter_jsonl, write_text_atomic
 
 VERSION = 1
 BURST_MEAN = 4.0  # messages per burst
@@ -191,18 +191,13 @@ def _check_keys(file, n: int, obj: dict, kind: str, keys: dict) -> None:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = parse_line(raw, f"{path}:{n}")
-            except DataError as e:  # not UTF-8, not JSON, too deep, ...
-                why = str(e).split(": ", 1)[-1]
-                raise TraceError(path, n, f"a JSON object ({why})") from None
-            if not isinstance(obj, dict):
-                raise TraceError(path, n, "a JSON object", obj)
-            yield n, obj
+    try:
+        for where, obj in iter_jsonl(path, objects=True):
+            yield int(where.rsplit(":", 1)[1]), obj
+    except DataError as e:  # "path:line: why": not UTF-8, not JSON, too deep, ...
+        line, _, why = str(e).removeprefix(f"{path}:").partition(": ")
+        n = int(line) if line.isdigit() else 0
+        raise TraceError(path, n, f"a JSON object ({why or line.strip()})") from None
 
 
 def read_trace(path: str | Path) -> Trace:
