@@ -18,10 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from augment.families import HELDOUT_FAMILIES, TRAIN_FAMILIES, sample_family_spec
+from augment.families import (
+    HELDOUT_FAMILIES,
+    TRAIN_FAMILIES,
+    family_arg,
+    sample_family_spec,
+)
 from augment.ops import all_ops
-from augment.spec import apply_spec
+from augment.spec import apply_spec, spec_arg
 from augment.validate import harness_problems
+from hat_jax.cli.argtypes import nonblank, seed
 from hat_jax.harness.builtin import builtin_path
 from hat_jax.harness.dump import dump_harness
 from hat_jax.harness.loader import load_harness
@@ -29,12 +35,20 @@ from hat_jax.printable import shown
 
 
 def add_arguments(p) -> None:
-    p.add_argument("src", nargs="?", help="harness folder or builtin name")
+    p.add_argument(
+        "src", nargs="?", type=nonblank, help="harness folder or builtin name"
+    )
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--ops", help='op spec, e.g. "rename_tools|format(xml)"')
-    how.add_argument("--family", help="sample a spec from this variant family")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--out", help="output folder for the augmented harness")
+    how.add_argument(
+        "--ops", type=spec_arg, help='op spec, e.g. "rename_tools|format(xml)"'
+    )
+    how.add_argument(
+        "--family", type=family_arg, help="sample a spec from this variant family"
+    )
+    p.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--out", type=nonblank, help="output folder for the augmented harness"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace --out")
     p.add_argument("--list-ops", action="store_true", help="list ops and exit")
     p.add_argument("--list-families", action="store_true", help="list families")
@@ -91,6 +105,6 @@ def run(args) -> int:
     except (OSError, ValueError) as e:  # exists, a link in the way, disk full
         print(f"hat augment: error: {shown(e)}", file=sys.stderr)
         return 1
-    print(f"{harness.id} -> {aug.id}: {spec}")
-    print(f"wrote {out} and {out / 'mapping.json'}")
+    print(shown(f"{harness.id} -> {aug.id}: {spec}"))
+    print(shown(f"wrote {out} and {out / 'mapping.json'}"))
     return 0

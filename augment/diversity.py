@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import numpy as np
 
 from augment.families import FAMILIES, sample_family_spec
 from augment.spec import apply_spec
+from hat_jax.cli.argtypes import count, nonblank, seed
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import Harness
+from hat_jax.printable import shown
+
+MAX_N = 1_000_000  # specs one measurement draws at most
 
 
 def _schema_key(h: Harness) -> str:
@@ -61,18 +66,24 @@ def measure(harness: Harness, n: int = 1000, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m augment.diversity``: 0, or 1 after an error on stderr."""
     from hat_jax.harness.loader import load_harness  # noqa: PLC0415
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("harness", nargs="+", help="builtin names or folders")
-    p.add_argument("--n", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("harness", nargs="+", type=nonblank, help="builtin names or folders")
+    p.add_argument("--n", type=count(1, MAX_N), default=1000)
+    p.add_argument("--seed", type=seed, default=0)
     args = p.parse_args(argv)
     for name in args.harness:
-        stats = measure(load_harness(name), n=args.n, seed=args.seed)
-        print(name, json.dumps(stats))
+        try:
+            stats = measure(load_harness(name), n=args.n, seed=args.seed)
+        except (OSError, ValueError) as e:
+            print(f"augment.diversity: error: {shown(e)}", file=sys.stderr)
+            return 1
+        print(shown(name), json.dumps(stats))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,7 @@ output format itself, and stays available to explicit specs.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -149,3 +150,12 @@ def sample_family_spec(family: str, rng: np.random.Generator) -> str:
         ops.append((name, {k: f(rng) for k, f in samplers.items()}))
     ops = [ops[i] for i in rng.permutation(len(ops))]
     return format_spec(ops)
+
+
+def family_arg(text: str) -> str:
+    """argparse type of ``--family``: the name of a family."""
+    if text not in FAMILIES:
+        raise argparse.ArgumentTypeError(
+            f"unknown family {text!r}; have {', '.join(sorted(FAMILIES))}"
+        )
+    return text

@@ -22,6 +22,7 @@ from hat_jax.harness.signoff import SKILL_RULE, skill_tag
 from hat_jax.harness.spec import Harness, Skill
 
 SKILL_STYLES = ("snake", "snake", "camel", "pascal", "kebab", "dotted")
+MAX_KEEP = 50  # leading numbered rules reorder_skill_rules may keep in place
 
 
 def _with_bodies(h: Harness, fn) -> Harness:
@@ -48,7 +49,7 @@ def rename_skills(h, traj, rng, *, frac=1.0):
     return finish("rename_skills", {"frac": frac}, h, traj, h2, m, rewrite=rw)
 
 
-@register_op("reorder_skill_rules", "skill_content")
+@register_op("reorder_skill_rules", "skill_content", ranges={"keep": (0, MAX_KEEP)})
 def reorder_skill_rules(h, traj, rng, *, numbered=False, keep=2):
     """Shuffle bullet rules inside each list (numbered lists: after `keep`)."""
 

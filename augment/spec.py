@@ -2,14 +2,19 @@
 
 Grammar: ``op ( "|" op )*``; an op is ``name`` or ``name(args)`` with
 comma-separated args, each ``key=value`` or a bare value for the op's first
-parameter. Values: ``true``/``false``, integers, floats, or strings (bare, or
-quoted with ``"``/``'``), converted to the type of the parameter's default. Every
-problem is a ValueError naming its position: ``spec op 2 ('format(foo)'): ...``.
+parameter. Values: ``true``/``false``, ASCII integers and floats (finite, at
+most ``MAX_NUMBER`` characters), or strings (bare, or quoted with ``"``/``'``;
+``''`` is the default said explicitly), converted to the type of the
+parameter's default. Parentheses and quotes must balance, and a spec holds at
+most ``MAX_OPS`` ops in ``MAX_SPEC`` characters. Every problem is a ValueError
+naming its position: ``spec op 2 ('format(foo)'): ...``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import math
 import re
 from typing import Any
 
@@ -21,16 +26,29 @@ from hat_jax.harness.spec import Harness
 from hat_jax.harness.trajectory import Trajectory
 
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+MAX_SPEC = 4000  # characters in a spec
+MAX_OPS = 64  # ops in a spec
+MAX_NUMBER = 30  # characters in a number
+SHOWN_CHOICES = 8  # choices an error message lists
 
 
-def _split(text: str, sep: str) -> list[str]:
-    """Splits on ``sep`` outside quotes and parentheses."""
+def _split(text: str, sep: str, *, args: bool = False) -> list[str]:
+    """Splits on ``sep`` outside quotes and parentheses.
+
+    Raises:
+      ValueError: with ``args`` (an op's arguments), a parenthesis outside
+        quotes or an unclosed quote.
+    """
     out, cur, quote, depth = [], [], None, 0
-    for ch in text:
+    for col, ch in enumerate(text, 1):
         if quote:
             quote = None if ch == quote else quote
         elif ch in "\"'":
             quote = ch
+        elif ch in "()" and args:
+            raise ValueError(f"unexpected {ch!r} at column {col} of the arguments")
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -40,21 +58,44 @@ def _split(text: str, sep: str) -> list[str]:
             cur = []
             continue
         cur.append(ch)
+    if quote and args:
+        raise ValueError(f"unclosed quote {quote} in the arguments")
     out.append("".join(cur))
     return out
 
 
+def _unbalanced(text: str) -> str:
+    """What is unbalanced in ``text`` (parentheses outside quotes, quotes), or ""."""
+    quote, depth = None, 0
+    for col, ch in enumerate(text, 1):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+            if depth < 0:
+                return f"unbalanced ')' at column {col}"
+    if quote:
+        return f"unclosed quote {quote}"
+    return "unbalanced '(': a ')' is missing" if depth else ""
+
+
 def _literal(text: str) -> Any:
+    """A value's Python form: a quoted string, a boolean, an ASCII number or a
+    bare string."""
     t = text.strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         return t[1:-1]
     if t.lower() in ("true", "false"):
         return t.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(t)
-        except ValueError:
-            pass
+    if _INT.fullmatch(t) or _FLOAT.fullmatch(t):
+        if len(t) > MAX_NUMBER:
+            raise ValueError(f"number {t[:MAX_NUMBER]}... is too long")
+        value = int(t) if _INT.fullmatch(t) else float(t)
+        if not math.isfinite(value):
+            raise ValueError(f"number {t} is out of range")
+        return value
     return t
 
 
@@ -76,19 +117,37 @@ def _convert(value: Any, default: Any, key: str) -> Any:
     return value
 
 
+def _short(text: str, n: int = 60) -> str:
+    """``repr`` of ``text``, cut to about ``n`` characters."""
+    t = text.strip()
+    return repr(t) if len(t) <= n else repr(t[: n - 3]) + "..."
+
+
+def _choice_list(choices: tuple[Any, ...]) -> str:
+    shown = [c for c in choices if c != ""]
+    head = ", ".join(repr(c) for c in shown[:SHOWN_CHOICES])
+    more = len(shown) - SHOWN_CHOICES
+    return f"[{head}]" if more <= 0 else f"[{head}, ... ({len(shown)} in all)]"
+
+
 def _parse_op(text: str) -> tuple[str, dict[str, Any]]:
     m = _CALL.match(text)
     if not m:
-        raise ValueError("expected name or name(key=value, ...)")
+        why = _unbalanced(text)
+        raise ValueError(
+            "expected name or name(key=value, ...)" + (f": {why}" if why else "")
+        )
     op = get_op(m.group(1))
     params: dict[str, Any] = {}
     raw = m.group(2)
-    args = [a for a in _split(raw, ",") if a.strip()] if raw is not None else []
+    args = _split(raw, ",", args=True) if raw is not None and raw.strip() else []
     for i, arg in enumerate(args):
+        if not arg.strip():
+            raise ValueError("empty argument (two ',' in a row?)")
         key, eq, value = arg.partition("=")
-        if not eq or _literal(key) != key.strip() or not key.strip().isidentifier():
+        if not eq or not key.strip().isidentifier() or _literal(key) != key.strip():
             if i > 0 or not op.defaults:
-                raise ValueError(f"bare value {arg.strip()!r}: use key=value")
+                raise ValueError(f"bare value {_short(arg)}: use key=value")
             key, value = next(iter(op.defaults)), arg
         key = key.strip()
         if key not in op.defaults:
@@ -96,10 +155,16 @@ def _parse_op(text: str) -> tuple[str, dict[str, Any]]:
             raise ValueError(f"{op.name} has no param {key!r} (params: {have})")
         if key in params:
             raise ValueError(f"param {key!r} given twice")
-        val = _convert(_literal(value), op.defaults[key], key)
+        if not value.strip():  # a quoted '' is the default, said explicitly
+            raise ValueError(f"{key}: no value after '=' (leave {key} out, or '')")
+        try:
+            literal = _literal(value)
+        except ValueError as e:
+            raise ValueError(f"{key}: {e}") from None
+        val = _convert(literal, op.defaults[key], key)
         if key in op.choices and val not in op.choices[key]:
-            choices = [c for c in op.choices[key] if c != ""]
-            raise ValueError(f"{key}={val!r}: expected one of {choices}")
+            choices = _choice_list(op.choices[key])
+            raise ValueError(f"{key}={_short(str(val))}: expected one of {choices}")
         if key in op.ranges:
             lo, hi = op.ranges[key]
             if not lo <= val <= hi:
@@ -114,15 +179,33 @@ def parse_spec(spec: str) -> list[tuple[str, dict[str, Any]]]:
         raise ValueError(f"spec: expected a string, got {type(spec).__name__}")
     if not spec.strip():
         return []
+    if len(spec) > MAX_SPEC:
+        raise ValueError(f"spec: {len(spec)} characters, expected at most {MAX_SPEC}")
+    parts = _split(spec, "|")
+    if len(parts) > MAX_OPS:
+        raise ValueError(f"spec: {len(parts)} ops, expected at most {MAX_OPS}")
     out = []
-    for i, part in enumerate(_split(spec, "|"), 1):
+    for i, part in enumerate(parts, 1):
         try:
             if not part.strip():
                 raise ValueError("empty op (two '|' in a row?)")
             out.append(_parse_op(part))
         except ValueError as e:
-            raise ValueError(f"spec op {i} ({part.strip()!r}): {e}") from None
+            raise ValueError(f"spec op {i} ({_short(part)}): {e}") from None
     return out
+
+
+def spec_arg(text: str) -> str:
+    """argparse type of ``--ops``: a non-blank spec that parses."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected an op spec like 'rename_tools|format(xml)', got {text!r}"
+        )
+    try:
+        parse_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def format_spec(ops: list[tuple[str, dict[str, Any]]]) -> str:

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.suites import SuiteOptions, get_suite
+from hat_jax.cli.argtypes import count, finite, seed
 from hat_jax.endpoint import API_KEY_ENV, api_key_from_env
 from hat_jax.eval.backends import FIXED_SENTENCE, BackendOptions, make_policy
 from hat_jax.eval.records import RecordWriter, check_run
@@ -46,6 +47,7 @@ DEFAULT_SUITES = "t1,t2,t3,edit,ifeval"
 SETS = ("t1", "t2", "t3", "ifeval")  # the paper's four evaluation sets
 THINKING = {"auto": None, "on": True, "off": False}
 REFERENCE_POLICIES = ("oracle", "fixed")
+MAX_CONCURRENCY = 1024  # endpoint requests in flight (one thread each)
 
 
 def add_arguments(p) -> None:
@@ -86,21 +88,26 @@ def add_arguments(p) -> None:
         action="store_true",
         help="tools return only the fields a reply needs (sim/tools_compact.py)",
     )
-    p.add_argument("--seed", type=int, default=0, help="eval seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="eval seed (default 0)")
     p.add_argument(
         "--batch-size",
-        type=int,
+        type=count(1),
         help="cases per batch (default: 8 with --model, whose memory grows with "
         "it, else 32)",
     )
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-new-tokens", type=count(1), default=256)
+    p.add_argument("--temperature", type=finite(0), default=0.0)
     p.add_argument("--thinking", choices=sorted(THINKING), default="auto")
-    p.add_argument("--concurrency", type=int, default=8, help="endpoint requests")
+    p.add_argument(
+        "--concurrency",
+        type=count(1, MAX_CONCURRENCY),
+        default=8,
+        help=f"endpoint requests in flight (1..{MAX_CONCURRENCY})",
+    )
     p.add_argument("--served-model", help="endpoint model name (default: first)")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=finite(0, open_low=True),
         default=120.0,
         help="endpoint: deadline of one request, its retries included (s)",
     )
@@ -222,8 +229,6 @@ def run(args) -> int:
     if args.batch_size is None:
         args.batch_size = 8 if args.model else 32
     names = _suites(args.suite)
-    if not args.timeout > 0:  # also refuses nan
-        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
     if args.api_key_env:
         if not args.endpoint:
             raise ValueError("--api-key-env is for --endpoint")

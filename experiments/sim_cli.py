@@ -30,33 +30,49 @@ import numpy as np
 from tqdm import tqdm
 
 from augment import apply_spec, sample_family_spec, validate_augmented
+from augment.families import family_arg
+from augment.spec import spec_arg
+from hat_jax.cli.argtypes import count, finite, nonblank, seed
 from hat_jax.harness import Harness, Trajectory, load_harness
+from hat_jax.printable import shown
 from sim.datasets import generate, make_cases, report, summarize, write_dataset
 from sim.types import SPLITS
 
 HSA_STREAM = 7  # keeps augmentation draws apart from other uses of (seed, index)
 PROGRESS_MIN = 1000  # show a progress bar from this many trajectories up
+MAX_N = 10_000_000  # trajectories one call writes at most
+MAX_MESSAGES_PER_ROOM = 1000  # a room receives a few hundred in a stream
 
 
 def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="sim_command", required=True)
     g = sub.add_parser("generate", help="write gold trajectories as JSONL")
-    g.add_argument("--harness", required=True, help="harness folder or builtin name")
-    g.add_argument("--n", type=int, required=True, help="number of trajectories")
-    g.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
+    g.add_argument(
+        "--harness", required=True, type=nonblank, help="harness folder or builtin name"
+    )
+    g.add_argument(
+        "--n", type=count(1, MAX_N), required=True, help="number of trajectories"
+    )
+    g.add_argument("--seed", type=seed, default=0, help="dataset seed (default 0)")
     g.add_argument("--split", choices=SPLITS, default="train", help="catalog split")
     how = g.add_mutually_exclusive_group()
-    how.add_argument("--ops", help='HSA op spec, e.g. "rename_tools|format(xml)"')
-    how.add_argument("--family", help="sample an HSA spec per trajectory from this")
+    how.add_argument(
+        "--ops", type=spec_arg, help='HSA op spec, e.g. "rename_tools|format(xml)"'
+    )
+    how.add_argument(
+        "--family", type=family_arg, help="sample an HSA spec per trajectory from this"
+    )
     g.add_argument(
         "--fault-rate",
-        type=float,
+        type=finite(0, 1),
         default=0.0,
         help="per-call tool-fault rate, split evenly over timeout, malformed "
         "output and permission denied (default 0)",
     )
-    g.add_argument("--messages-per-room", type=int, default=8)
-    g.add_argument("--out", required=True, help="output JSONL file")
+    g.add_argument(
+        "--messages-per-room", type=count(1, MAX_MESSAGES_PER_ROOM), default=8
+    )
+    g.add_argument("--out", required=True, type=nonblank, help="output JSONL file")
     r = sub.add_parser("report", help="mixes, statuses and size of a JSONL file")
     r.add_argument("file", help="a file written by `hat sim generate`")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -109,8 +125,9 @@ def _mix(shares: dict[str, float]) -> str:
 
 
 def _generate(args) -> int:
-    if args.n < 1:
-        raise ValueError(f"--n must be positive, got {args.n}")
+    out = Path(args.out)
+    if out.is_dir():  # refused before the simulation, not after it
+        raise ValueError(f"--out {shown(out)} is a folder (expected a JSONL file)")
     t0 = time.perf_counter()
     harness = load_harness(args.harness)
     cases = make_cases(
@@ -138,13 +155,12 @@ def _generate(args) -> int:
                 family=args.family,
                 progress=bar.update,
             )
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_dataset(trajs, out)
     s = summarize(trajs)
-    tools = s["tool_calls_mean"]
+    tools, mb = s["tool_calls_mean"], out.stat().st_size / 1e6
     print(
-        f"wrote {s['n']} trajectories to {out} ({out.stat().st_size / 1e6:.1f} MB, "
+        f"wrote {s['n']} trajectories to {shown(out)} ({mb:.1f} MB, "
         f"{time.perf_counter() - t0:.1f} s) | intents {_mix(s['intent'])} | "
         f"langs {_mix(s['lang'])} | status {s['status']} | "
         f"faults {sum(s['faults'].values())} | tool calls/turn {tools:.2f}"
@@ -156,15 +172,15 @@ def _generate(args) -> int:
 def _report(args) -> int:
     r = report(args.file)
     if args.json:
-        print(json.dumps(r, ensure_ascii=False, indent=1))
+        print(shown(json.dumps(r, ensure_ascii=False, indent=1), keep="\n"))
         return 0
-    print(f"{args.file}: {r['lines']} lines, {r['bytes'] / 1e6:.2f} MB")
+    print(f"{shown(args.file)}: {r['lines']} lines, {r['bytes'] / 1e6:.2f} MB")
     print(f"intent mix:   {_mix(r['intent'])}")
     print(f"language mix: {_mix(r['lang'])}")
-    print(f"status:       {r['status']}")
-    print(f"faults:       {r['faults']}")
-    print(f"tool calls:   {r['tool_calls_mean']:.2f} per turn  {r['tools']}")
-    print(f"skill loads:  {r['skill_loads_mean']:.2f} per turn  {r['skills']}")
+    print(shown(f"status:       {r['status']}"))
+    print(shown(f"faults:       {r['faults']}"))
+    print(shown(f"tool calls:   {r['tool_calls_mean']:.2f} per turn  {r['tools']}"))
+    print(shown(f"skill loads:  {r['skill_loads_mean']:.2f} per turn  {r['skills']}"))
     print(f"augmented:    {r['hsa']}")
     return 0
 

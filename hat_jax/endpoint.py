@@ -16,7 +16,14 @@ streamed completions and the LLM judge. The client
   429 and 5xx and on a refused connection only; any other failure is final;
 - raises :class:`PolicyError`, naming the request and what was wrong, for every
   failure, malformed replies included (:func:`parse_completion`,
-  :func:`parse_chat`, :func:`parse_models`, :func:`parse_events`).
+  :func:`parse_chat`, :func:`parse_models`, :func:`parse_events`): a field of
+  the wrong type, a NaN or infinite log-probability, a token id outside
+  ``[0, 2**31)``, text holding a lone surrogate (not UTF-8, it would break
+  every file it is written to). Server text quoted in an error has its control
+  characters escaped (``hat_jax.printable.shown``).
+
+Paths are under ``/v1`` (the OpenAI API); ``root=True`` reaches the server's
+own pages beside it (vLLM's ``/metrics`` and ``/health``) with the same rules.
 
 The API key is given by the caller, or read from an environment variable with
 :func:`api_key_from_env` (``HAT_API_KEY`` unless another name is given, e.g.
@@ -28,7 +35,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,9 +46,13 @@ from urllib.parse import urljoin
 
 import httpx
 
+from hat_jax.printable import shown
+
 API_KEY_ENV = "HAT_API_KEY"
 MAX_BYTES = 16 << 20
 _DETAIL = 300  # characters of a reply quoted in an error
+TOKEN_ID_LIMIT = 2**31  # token ids are int32 everywhere downstream
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PolicyError(RuntimeError):
@@ -98,11 +111,14 @@ class EndpointClient:
     Args:
       base_url: ``http(s)://host:port[/prefix]``, with or without ``/v1``.
       api_key: sent as ``Authorization: Bearer`` to this origin only.
-      timeout_s: the deadline of one call, retries included.
-      max_bytes: the largest reply read.
+      timeout_s: the deadline of one call, retries included (finite, > 0).
+      max_bytes: the largest reply read (>= 1).
       retries: extra attempts after HTTP 429/5xx or a refused connection.
       backoff_s: the first retry's delay, doubled each time.
       sleep: waits between attempts (tests pass a recorder).
+
+    Raises:
+      ValueError: a bad URL or setting, named.
     """
 
     def __init__(
@@ -127,8 +143,10 @@ class EndpointClient:
             raise ValueError("put the API key in an environment variable, not the URL")
         if url.query or url.fragment:
             raise ValueError(f"endpoint URL takes no query or fragment: {url}")
+        _check_settings(timeout_s, max_bytes, retries, backoff_s)
         base = str(url)
         self.base = base if base.endswith("/v1") else base + "/v1"
+        self.root = self.base.removesuffix("/v1")
         self.timeout_s, self.max_bytes = timeout_s, max_bytes
         self.retries, self.backoff_s, self.sleep = retries, backoff_s, sleep
         self._headers = {"Accept-Encoding": "identity"}
@@ -149,14 +167,27 @@ class EndpointClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def url(self, path: str) -> str:
-        return f"{self.base}/{path.lstrip('/')}"
+    def url(self, path: str, *, root: bool = False) -> str:
+        """``path`` under ``/v1``, or under the server's root with ``root``."""
+        return f"{self.root if root else self.base}/{path.lstrip('/')}"
 
     # ------------------------------------------------------------------ calls
     def get_json(self, path: str) -> Any:
         """``GET`` a JSON reply (any JSON value; the parse_* helpers check it)."""
         where = f"GET {self.url(path)}"
         return parse_json(self.request("GET", path).data, where)
+
+    def get_text(self, path: str, *, root: bool = False) -> str:
+        """``GET`` a UTF-8 text reply (a Prometheus page, a health check)."""
+        data = self.request("GET", path, root=root).data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            where = f"GET {self.url(path, root=root)}"
+            raise PolicyError(
+                f"{where}: reply is not UTF-8 text (byte {e.start}: "
+                f"{data[e.start : e.start + 4]!r})"
+            ) from None
 
     def post_json(self, path: str, body: dict[str, Any]) -> Any:
         """``POST`` a JSON body, return the JSON reply."""
@@ -171,10 +202,15 @@ class EndpointClient:
         return parse_events(reply.chunks, f"POST {self.url(path)}")
 
     def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        root: bool = False,
     ) -> _Reply:
         """One call with its retries, under the deadline; a 2xx reply or raises."""
-        url = self.url(path)
+        url = self.url(path, root=root)
         where = f"{method} {url}"
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
         deadline = time.monotonic() + self.timeout_s
@@ -199,7 +235,7 @@ class EndpointClient:
                 detail = reply.data[:_DETAIL].decode(errors="replace")
                 if self._secret:  # a server may echo the request's headers
                     detail = detail.replace(self._secret, "<api key>")
-                last = f"HTTP {reply.status}: {detail}"
+                last = f"HTTP {reply.status}: {shown(detail)}"
                 if reply.status != 429 and reply.status < 500:
                     raise PolicyError(f"{where}: {last}")
                 retry_after = reply.retry_after
@@ -276,6 +312,30 @@ class EndpointClient:
             )
 
 
+def _check_settings(
+    timeout_s: float, max_bytes: int, retries: int, backoff_s: float
+) -> None:
+    """Refuses settings that would hang, overflow or never read a byte."""
+
+    def whole(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    def got(x: Any) -> str:
+        text = repr(x)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    if not _finite(timeout_s) or timeout_s <= 0:
+        raise ValueError(f"timeout_s must be a finite number > 0, got {got(timeout_s)}")
+    if not whole(max_bytes) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be an integer >= 1, got {got(max_bytes)}")
+    if not whole(retries) or retries < 0:
+        raise ValueError(f"retries must be an integer >= 0, got {got(retries)}")
+    if not _finite(backoff_s) or backoff_s < 0:
+        raise ValueError(
+            f"backoff_s must be a finite number >= 0, got {got(backoff_s)}"
+        )
+
+
 # ------------------------------------------------------------------ replies
 def parse_json(data: bytes, where: str) -> Any:
     """The JSON value of a reply body."""
@@ -286,8 +346,21 @@ def parse_json(data: bytes, where: str) -> Any:
 
 
 def _bad(where: str, field: str, value: Any, want: str) -> PolicyError:
-    shown = json.dumps(value, ensure_ascii=False, default=str)[:_DETAIL]
-    return PolicyError(f"{where}: {field} is {shown}, not {want}")
+    text = json.dumps(value, ensure_ascii=False, default=str)[:_DETAIL]
+    return PolicyError(f"{where}: {field} is {shown(text)}, not {want}")
+
+
+def check_text(value: Any, where: str, field: str) -> str:
+    """A string that is valid Unicode text (no lone surrogate)."""
+    if not isinstance(value, str):
+        raise _bad(where, field, value, "a string")
+    m = _LONE_SURROGATE.search(value)
+    if m:
+        raise PolicyError(
+            f"{where}: {field} holds a lone surrogate U+{ord(m.group()):04X} at "
+            f"character {m.start()}, not valid Unicode text"
+        )
+    return value
 
 
 def _object(value: Any, where: str, field: str = "reply") -> dict[str, Any]:
@@ -300,7 +373,16 @@ def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
+def _finite(x: Any) -> bool:
+    """A number that is a finite float (not NaN, inf, or an int too big for one)."""
+    try:
+        return _number(x) and math.isfinite(float(x))
+    except OverflowError:
+        return False
+
+
 def _ints(value: Any, where: str, field: str) -> list[int] | None:
+    """Token ids: a list of ints in ``[0, TOKEN_ID_LIMIT)``, or None."""
     if value is None:
         return None
     ok = isinstance(value, list) and all(
@@ -308,6 +390,9 @@ def _ints(value: Any, where: str, field: str) -> list[int] | None:
     )
     if not ok:
         raise _bad(where, field, value, "a list of ints")
+    for i, x in enumerate(value):
+        if not 0 <= x < TOKEN_ID_LIMIT:
+            raise _bad(where, f"{field}[{i}]", x, "a token id in [0, 2**31)")
     return list(value)
 
 
@@ -332,22 +417,22 @@ class Completion:
 def parse_completion(reply: Any, where: str) -> Completion:
     """``choices[0]`` of a completions reply; a PolicyError names a bad field."""
     choice = _first_choice(reply, where)
-    text = choice.get("text")
-    if not isinstance(text, str):
-        raise _bad(where, "choices[0].text", text, "a string")
+    text = check_text(choice.get("text"), where, "choices[0].text")
     lp = choice.get("logprobs")
     if lp is not None and not isinstance(lp, dict):
         raise _bad(where, "choices[0].logprobs", lp, "an object")
     values = (lp or {}).get("token_logprobs")
     if values is not None:
+        field = "choices[0].logprobs.token_logprobs"
         if not isinstance(values, list) or not all(map(_number, values)):
-            raise _bad(
-                where, "choices[0].logprobs.token_logprobs", values, "a list of numbers"
-            )
+            raise _bad(where, field, values, "a list of numbers")
+        for i, x in enumerate(values):
+            if not _finite(x):  # json reads NaN, Infinity, 1e999 and 400 digits
+                raise _bad(where, f"{field}[{i}]", x, "a finite number")
         values = [float(x) for x in values]
     finish = choice.get("finish_reason")
-    if finish is not None and not isinstance(finish, str):
-        raise _bad(where, "choices[0].finish_reason", finish, "a string")
+    if finish is not None:
+        check_text(finish, where, "choices[0].finish_reason")
     prompt_ids = reply.get("prompt_token_ids")
     field = "prompt_token_ids"
     if prompt_ids is None:
@@ -369,10 +454,7 @@ def parse_chat(reply: Any, where: str) -> str:
     message = _object(
         _first_choice(reply, where).get("message"), where, "choices[0].message"
     )
-    content = message.get("content")
-    if not isinstance(content, str):
-        raise _bad(where, "choices[0].message.content", content, "a string")
-    return content
+    return check_text(message.get("content"), where, "choices[0].message.content")
 
 
 def parse_models(reply: Any, where: str) -> list[str]:
@@ -383,9 +465,7 @@ def parse_models(reply: Any, where: str) -> list[str]:
     ids = []
     for i, m in enumerate(data):
         mid = _object(m, where, f"data[{i}]").get("id")
-        if not isinstance(mid, str):
-            raise _bad(where, f"data[{i}].id", mid, "a string")
-        ids.append(mid)
+        ids.append(check_text(mid, where, f"data[{i}].id"))
     return ids
 
 
@@ -400,12 +480,23 @@ def parse_events(
         lines += [(t, line) for line in done]
     if chunks and buf:
         lines.append((chunks[-1][0], buf))
-    events = []
+    events, done = [], False
     for t, raw in lines:
         line = raw.strip()
-        if not line.startswith(b"data:") or line == b"data: [DONE]":
+        if done and line:
+            raise PolicyError(f"{where}: data after the stream's [DONE]")
+        if line == b"data: [DONE]":
+            done = True
+            continue
+        if not line.startswith(b"data:"):
             continue
         k = len(events) + 1
         event = parse_json(line[5:], f"{where}: event {k}")
         events.append((t, _object(event, where, f"event {k}")))
+    if not done:  # OpenAI and vLLM end every stream so; a cut one is not a reply
+        head = b"".join(c for _, c in chunks)[:60]
+        raise PolicyError(
+            f"{where}: the stream ended without 'data: [DONE]' after "
+            f"{len(events)} event(s) (began {head!r})"
+        )
     return events

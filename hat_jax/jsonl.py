@@ -2,7 +2,8 @@
 
 Reading: :func:`iter_jsonl` decodes each line on its own and turns every problem
 (bytes that are not UTF-8, invalid JSON, NaN or Infinity, a number out of range,
-nesting deeper than ``MAX_DEPTH``, a string holding a lone surrogate) into a
+an object naming a key twice, nesting deeper than ``MAX_DEPTH``, a string
+holding a lone surrogate) into a
 :class:`DataError` whose message starts with ``path:line:``. Readers then check
 a row's shape with :func:`field`, which words type errors the same way.
 
@@ -14,6 +15,7 @@ never a half-written one. :func:`write_jsonl_atomic` checks each row as it goes.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -24,7 +26,7 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "MAX_DEPTH",
@@ -34,6 +36,7 @@ __all__ = [
     "field",
     "iter_jsonl",
     "json_type",
+    "open_regular",
     "parse_line",
     "read_jsonl_objects",
     "write_jsonl_atomic",
@@ -93,6 +96,20 @@ def _finite(text: str) -> float:
     return value
 
 
+class _DuplicateKey(ValueError):
+    """An object names a key twice (``json`` would keep the last silently)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: the object, refusing a key given twice."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        counts = collections.Counter(k for k, _ in pairs)
+        key = next(k for k, n in counts.items() if n > 1)
+        raise _DuplicateKey(f"duplicate key {_short(key)} in an object")
+    return obj
+
+
 def _too_deep(value: Any) -> bool:
     """Whether containers nest past MAX_DEPTH (walked without recursion)."""
     stack = [(value, 1)]
@@ -145,9 +162,11 @@ def parse_line(raw: bytes | str, where: str, *, allow_nan: bool = False) -> Any:
         strict = (
             {} if allow_nan else {"parse_constant": _constant, "parse_float": _finite}
         )
-        value = json.loads(raw, **strict)
+        value = json.loads(raw, object_pairs_hook=_unique, **strict)
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: invalid JSON ({e.msg}, column {e.colno})") from None
+    except _DuplicateKey as e:
+        raise DataError(f"{where}: invalid JSON ({e})") from None
     except RecursionError:
         raise DataError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # NaN/Infinity, 1e999, an integer of > 4300 digits
@@ -167,6 +186,24 @@ def parse_line(raw: bytes | str, where: str, *, allow_nan: bool = False) -> Any:
     return value
 
 
+def open_regular(path: str | Path, max_bytes: int | None = None) -> BinaryIO:
+    """``path`` opened for reading in binary, if it is a regular file.
+
+    Raises:
+      DataError: a fifo, device or folder (refused unread: a fifo opens at once
+        with O_NONBLOCK instead of blocking), or a file over ``max_bytes``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file (a fifo, device or folder)")
+    if max_bytes is not None and st.st_size > max_bytes:
+        os.close(fd)
+        raise DataError(f"{path}: {st.st_size:,} bytes, over the {max_bytes:,} read")
+    return os.fdopen(fd, "rb")
+
+
 def iter_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[str, Any]]:
     """Yields ``("path:line", value)`` for each non-blank line of ``path``.
 
@@ -177,12 +214,7 @@ def iter_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[str
     Raises:
       DataError: ``path:line: what was wrong`` at the first bad line.
     """
-    # O_NONBLOCK: a fifo opens at once (then refused) instead of blocking.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise DataError(f"{path}: not a regular file (a fifo, device or folder)")
-    with os.fdopen(fd, "rb") as f:
+    with open_regular(path) as f:
         for lineno, line in enumerate(f, 1):
             if lineno == 1:
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM some editors add
@@ -202,17 +234,21 @@ def read_json(path: str | Path) -> Any:
     ...; NaN allowed, as ``json`` writes it for a missing score).
 
     Raises:
-      DataError: ``path:line: ...`` when it is not UTF-8 or not JSON.
+      DataError: ``path:line: ...`` when it is not UTF-8 or not JSON;
+        ``path: ...`` for an object naming a key twice.
     """
-    raw = Path(path).read_bytes()
+    with open_regular(path) as f:
+        raw = f.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 (byte offset {e.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except _DuplicateKey as e:
+        raise DataError(f"{path}: invalid JSON ({e})") from None
     except (RecursionError, ValueError) as e:
         raise DataError(f"{path}: invalid JSON ({type(e).__name__})") from None
 

@@ -24,19 +24,23 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hat_jax.printable import shown
 from paper.render import Table
 from paper.results import Sweep, load_sweep
 from paper.tables import TABLES, get
 from paper.tables.steps import newest_finish
 
 
-def _names(text: str | None, registry: dict) -> list[str]:
+def _names(text: str | None, registry: dict, flag: str) -> list[str]:
+    """The names ``flag`` lists (default: all of ``registry``)."""
     if text is None:
         return list(registry)
     names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"{flag}: expected comma-separated names, got {text!r}")
     for n in names:
         if n not in registry:
-            raise ValueError(f"unknown name {n!r}; have {', '.join(registry)}")
+            raise ValueError(f"{flag}: unknown name {n!r}; have {', '.join(registry)}")
     return names
 
 
@@ -85,14 +89,20 @@ def write_atomic(path: Path, text: str) -> Path:
 
 
 def run(args) -> int:
+    table_names = _names(args.tables, TABLES, "--tables")  # before any work
+    figure_names: list[str] = []
+    if not args.no_figures:
+        from paper import figures  # matplotlib only when figures are wanted
+
+        figure_names = _names(args.figures, figures.FIGURES, "--figures")
     sweep = load_sweep(args.root)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{sweep.root}: {len(sweep.runs)} runs done ({sweep.scale_note()})")
+    print(shown(f"{sweep.root}: {len(sweep.runs)} runs done ({sweep.scale_note()})"))
     for name, why in sweep.skipped:
-        print(f"  skipped {name}: {why}")
+        print(shown(f"  skipped {name}: {why}"))
     written, tables = [], {}
-    for name in _names(args.tables, TABLES):
+    for name in table_names:
         table = tables[name] = get(name)(sweep)
         for ext, text in (("md", table.to_markdown()), ("tex", table.to_latex())):
             path = out / f"{name}.{ext}"
@@ -102,18 +112,15 @@ def run(args) -> int:
         ordered = [tables[n] for n in TABLES if n in tables]
         text = results_markdown(sweep, ordered, command(args))
         written.append(write_atomic(Path(args.results), text))
-    if not args.no_figures:
-        from paper import figures  # matplotlib only when figures are wanted
-
-        for name in _names(args.figures, figures.FIGURES):
-            fig = figures.FIGURES[name](sweep)
-            if fig is None:
-                print(f"  figure {name}: nothing to plot")
-                continue
-            written.append(figures.save(fig, out / f"{name}.png"))
+    for name in figure_names:
+        fig = figures.FIGURES[name](sweep)
+        if fig is None:
+            print(f"  figure {name}: nothing to plot")
+            continue
+        written.append(figures.save(fig, out / f"{name}.png"))
     print("wrote:")
     for path in written:
-        print(f"  {path}")
+        print(f"  {shown(path)}")
     return 0
 
 

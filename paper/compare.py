@@ -22,13 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from hat_jax.eval.stats import bootstrap, case_mean_ci
+from paper.checks import WEIGHTS  # metric -> the score weighting it per case
 from paper.results import Run, Stat
 
-# metric -> the score weighting it per case (IFEval's instruction-level accuracy)
-WEIGHTS = {
-    "instruction_level_strict": "n_instructions",
-    "instruction_level_loose": "n_instructions",
-}
 METHOD = (
     "95 % intervals: Wilson score for a mean of 0/1 scores, percentile bootstrap "
     "over cases for other means, paired percentile bootstrap over the cases both "

@@ -59,9 +59,9 @@ def register(name: str) -> Callable[[Builder], Builder]:
 def metric_value(row: dict, key: str) -> float | None:
     """``row[key]``, or else the mean of its sub-keys ``key/*`` (the RL stage
     logs ``rl/reward/<name>`` per reward), or None."""
-    if key in row:
+    if row.get(key) is not None:
         return float(row[key])
-    subs = [v for k, v in row.items() if k.startswith(key + "/")]
+    subs = [v for k, v in row.items() if k.startswith(key + "/") and v is not None]
     return float(np.mean(subs)) if subs else None
 
 
@@ -80,7 +80,7 @@ def curves(sweep: Sweep, stage: str, key: str) -> list[tuple[list[str], np.ndarr
         rows = [
             (m["step"], v)
             for m in run.stage_metrics(stage)
-            if (v := metric_value(m, key)) is not None
+            if m.get("step") is not None and (v := metric_value(m, key)) is not None
         ]
         if rows:
             by_path[path] = ([run.name], np.asarray(rows, float))

@@ -23,14 +23,38 @@ None, which the tables show as "–".
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hat_jax.eval.records import read_records
-from hat_jax.jsonl import read_json
+from hat_jax.jsonl import field, read_json
+from hat_jax.printable import shown
 from hat_jax.train.metrics import read_metrics
+from paper.checks import (
+    check_config,
+    check_metric_rows,
+    check_records,
+    check_run_info,
+    check_stat,
+    check_summary,
+    check_sweep,
+    label,
+)
 
 DONE = "done"
+NONE = type(None)
+# Meta field -> the JSON types config.json's meta may give it
+META_KINDS: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "row": (str,),
+    "group": (str,),
+    "sft": (str, NONE),
+    "opd": (bool,),
+    "rl": (bool,),
+    "leave_out": (str, NONE),
+    "scale": (str, NONE),
+}
 # How each scale runs (DESIGN.md), for table captions.
 SCALE_PLATFORM = {
     "micro": "CPU",
@@ -50,14 +74,22 @@ class Stat:
     n: int = 0
 
     @classmethod
-    def from_summary(cls, d: Any) -> Stat | None:
-        """From a summary's ``{"mean" | "value", "ci", "n"}`` (None if absent)."""
-        if not isinstance(d, dict):
+    def from_summary(
+        cls, d: Any, where: str = "summary", name: str = "stat"
+    ) -> Stat | None:
+        """From a summary's ``{"mean" | "value", "ci", "n"}`` (None if absent or
+        its mean is null).
+
+        Raises:
+          DataError: ``where: field 'NAME.ci' must be ...`` for another shape.
+        """
+        if d is None:
             return None
+        check_stat(d, where, name)
         mean = d.get("mean", d.get("value"))
         if mean is None:
             return None
-        lo, hi = d.get("ci") or (None, None)
+        lo, hi = (float(x) for x in d["ci"]) if d.get("ci") else (None, None)
         return cls(float(mean), lo, hi, int(d.get("n") or 0))
 
     @property
@@ -80,10 +112,17 @@ class Meta:
     scale: str | None = None
 
     @classmethod
-    def from_config(cls, name: str, config: dict) -> Meta:
-        m = dict(config.get("meta") or {})
-        fields = {f.name for f in dataclasses.fields(cls)}
-        m = {k: v for k, v in m.items() if k in fields}
+    def from_config(cls, name: str, config: dict, where: str = "config.json") -> Meta:
+        """From ``config["meta"]`` (the run's folder name where it has none).
+
+        Raises:
+          DataError: ``where: field 'meta.KEY' must be ...``.
+        """
+        meta = field(config, "meta", where, (dict, NONE), default=None) or {}
+        m = {}
+        for key, kinds in META_KINDS.items():
+            if key in meta:
+                m[key] = field(meta, key, where, kinds, label=f"meta.{key}")
         m.setdefault("name", name)
         m.setdefault("row", m["name"])
         return cls(**m)
@@ -121,6 +160,12 @@ class Run:
         group = ((s.get("by") or {}).get(tag) or {}).get(value) or {}
         return Stat.from_summary(group.get(metric))
 
+    def extra_stat(self, suite: str, *keys: str) -> Stat | None:
+        """A statistic inside a suite's ``extra`` block (None where absent)."""
+        where = shown(self.path / "eval" / "summary.json")
+        name = label("suites", suite, "extra", *keys)
+        return Stat.from_summary(self.extra(suite, *keys), where, name)
+
     def extra(self, suite: str, *keys: str) -> Any:
         """A value inside a suite's ``extra`` block (None where absent)."""
         node: Any = (self.suite(suite) or {}).get("extra")
@@ -132,7 +177,8 @@ class Run:
         """The suite's per-case records (None without a records file)."""
         if suite not in self._records:
             path = self.path / "eval" / suite / "records.jsonl"
-            self._records[suite] = read_records(path) if path.exists() else None
+            recs = check_records(read_records(path), path) if path.exists() else None
+            self._records[suite] = recs
         return self._records[suite]
 
     def stages(self) -> dict[str, Path]:
@@ -158,7 +204,8 @@ class Run:
         path = self.stages().get(stage)
         if path is None or not (path / "metrics.jsonl").exists():
             return []
-        return read_metrics(path / "metrics.jsonl")
+        path = path / "metrics.jsonl"
+        return check_metric_rows(read_metrics(path), path)
 
 
 @dataclasses.dataclass
@@ -197,36 +244,42 @@ class Sweep:
         return f"{self.scale} scale" + (f": {tail}" if tail else "")
 
 
+def _walk(node: Any) -> Iterator[Any]:
+    """Every value inside ``node`` (itself first), depth first in order,
+    without recursion (a config may nest deeply)."""
+    stack = [node]
+    while stack:
+        v = stack.pop()
+        yield v
+        if isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+
+
 def _find_model(node: Any) -> dict | None:
-    if isinstance(node, dict):
-        if "num_hidden_layers" in node:
-            return node
-        for v in node.values():
-            found = _find_model(v)
-            if found is not None:
-                return found
-    return None
+    """The first model block (a dict with ``num_hidden_layers``) in ``node``."""
+    return next(
+        (v for v in _walk(node) if isinstance(v, dict) and "num_hidden_layers" in v),
+        None,
+    )
 
 
-def _model_overrides(node: Any, out: dict) -> dict:
+def _model_overrides(node: Any) -> dict:
     """``model.KEY=VALUE`` override strings anywhere in a config (the first of
     each key wins), as {KEY: VALUE}."""
-    if isinstance(node, str) and node.startswith("model.") and "=" in node:
-        key, value = node[len("model.") :].split("=", 1)
-        out.setdefault(key, value)
-    elif isinstance(node, dict):
-        for v in node.values():
-            _model_overrides(v, out)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            _model_overrides(v, out)
+    out: dict[str, str] = {}
+    for v in _walk(node):
+        if isinstance(v, str) and v.startswith("model.") and "=" in v:
+            key, value = v[len("model.") :].split("=", 1)
+            out.setdefault(key, value)
     return out
 
 
 def model_facts(config: dict) -> str:
     """E.g. "2-layer qwen3 model (hidden 64)", from the first model block in a
     config, or else from its ``model.*=`` overrides (the sweep driver's steps)."""
-    m = _find_model(config) or _model_overrides(config, {})
+    m = _find_model(config) or _model_overrides(config)
     if "num_hidden_layers" not in m:
         return ""
     kind = m.get("model_type") or ""
@@ -246,12 +299,16 @@ def load_run(root: Path, name: str, done_only: bool = True) -> tuple[Run | None,
     info = _read_json(path / "run.json")
     if info is None:
         return None, "no run.json"
+    check_run_info(info, path / "run.json")
     status = info.get("status", "unknown")
     if status != DONE and done_only:
-        return None, f"status {status}"
-    config = _read_json(path / "config.json") or {}
+        return None, f"status {shown(status)}"
+    config = _read_json(path / "config.json")
+    config = {} if config is None else check_config(config, path / "config.json")
     summary = _read_json(path / "eval" / "summary.json")
-    meta = Meta.from_config(name, config)
+    if summary is not None:
+        check_summary(summary, path / "eval" / "summary.json")
+    meta = Meta.from_config(name, config, shown(path / "config.json"))
     return Run(name, path, root, meta, config, info, summary), ""
 
 
@@ -260,10 +317,9 @@ def load_sweep(root: str | Path) -> Sweep:
     holding a ``run.json``)."""
     root = Path(root)
     if not root.is_dir():
-        raise ValueError(f"{root}: no such sweep root")
-    info = _read_json(root / "sweep.json") or {}
-    if not isinstance(info, dict) or not isinstance(info.get("runs", []), list):
-        raise ValueError(f"{root / 'sweep.json'}: expected {{'runs': [names]}}")
+        raise ValueError(f"{shown(root)}: no such sweep root")
+    info = _read_json(root / "sweep.json")
+    info = {} if info is None else check_sweep(info, root / "sweep.json")
     names = info.get("runs") or sorted(
         p.name for p in root.iterdir() if (p / "run.json").exists()
     )
@@ -273,7 +329,8 @@ def load_sweep(root: str | Path) -> Sweep:
         ok = ok and Path(name).name == name
         if not ok or inside not in (root / name).resolve().parents:
             raise ValueError(
-                f"{root}: run {name!r} is not a folder inside the sweep root"
+                f"{shown(root)}: run {shown(repr(name))} is not a folder inside the "
+                "sweep root"
             )
     runs, skipped = [], []
     for name in names:

@@ -44,9 +44,10 @@ def trace_jobs(
 
     h = trace.header
     per_room = h["messages_per_room"]
-    n_rooms = 1 + max(s.room_index for s in trace.sessions)
+    # The very cases make_trace drew: about n_messages of them, whatever the
+    # number of session lines (read_trace holds per_room to n_messages / rooms).
     cases = make_cases(
-        h["split"], h["seed"], per_room * n_rooms, messages_per_room=per_room
+        h["split"], h["seed"], per_room * h["rooms"], messages_per_room=per_room
     )
     by_id = {c.case_id: c for c in cases}
     bindings = {}

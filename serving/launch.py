@@ -14,6 +14,12 @@ after ``stop_timeout_s``. Flags:
   "num_speculative_tokens": K}``; hybrid models (Gated DeltaNet layers) also
   get ``--no-enable-prefix-caching``, which vLLM needs for MTP on them;
 - ``device="cpu"``: ``VLLM_CPU_KVCACHE_SPACE`` (GiB) bounds the KV cache.
+
+The health check goes through ``hat_jax.endpoint.EndpointClient`` (no
+redirects, a 2 s deadline, a small size cap): whatever answers on the port, a
+failed check only means "not yet", and the last failure is named if the server
+never becomes healthy. ``serving.json`` is checked field by field before any of
+it reaches the server's command line.
 """
 
 from __future__ import annotations
@@ -24,20 +30,45 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from hat_jax.endpoint import EndpointClient, PolicyError
+from hat_jax.jsonl import DataError, field, read_json
+from serving.chat_template import TOOL_PARSERS
+from serving.export import MTP_METHODS
+
 SERVE_PYTHON = ".venv-serve/bin/python"
 DEVICES = ("cpu", "gpu")
+DTYPES = ("bfloat16", "float16", "float32")
+HEALTH_TIMEOUT_S = 2.0
+HEALTH_BYTES = 64 << 10
 
 
 def read_info(folder: str | Path) -> dict[str, Any]:
-    """The export's ``serving.json`` (``hat export`` writes it)."""
+    """The export's ``serving.json`` (``hat export`` writes it), checked.
+
+    Raises:
+      DataError: ``path: ...`` naming a missing or bad field.
+    """
     path = Path(folder) / "serving.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: export the model with `hat export`")
-    return json.loads(path.read_text())
+    info = read_json(path)
+    where = str(path)
+    if not isinstance(info, dict):
+        raise DataError(f"{where}: expected a JSON object")
+    field(info, "dtype", where, str, choices=DTYPES)
+    field(info, "tool_parser", where, str, choices=sorted(set(TOOL_PARSERS.values())))
+    field(info, "model_type", where, str)
+    methods = sorted({m for m in MTP_METHODS.values() if m})
+    field(info, "mtp_method", where, (str, type(None)), choices=[*methods, None])
+    field(info, "hybrid", where, bool)
+    for key in ("max_position_embeddings", "mtp_layers"):
+        low = 1 if key == "max_position_embeddings" else 0
+        if field(info, key, where, int) < low:
+            raise DataError(f"{where}: field '{key}' must be >= {low}, got {info[key]}")
+    return info
 
 
 def vllm_args(
@@ -53,6 +84,11 @@ def vllm_args(
     """The api_server's command-line flags for an exported folder (module doc)."""
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}; have {DEVICES}")
+    if not (0 < port < 65536 and mtp >= 0 and max_model_len >= 1):
+        raise ValueError(
+            f"need a port in 1..65535, mtp >= 0 and max_model_len >= 1, got "
+            f"{port}, {mtp}, {max_model_len}"
+        )
     info = read_info(folder)
     args = [
         "--model", str(folder), "--served-model-name", served_name,
@@ -106,6 +142,7 @@ class VLLMServer:
             self.env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
         self.start_timeout_s, self.stop_timeout_s = start_timeout_s, stop_timeout_s
         self.proc: subprocess.Popen | None = None
+        self.last_check = "no check yet"
 
     def start(self) -> VLLMServer:
         cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", *self.args]
@@ -127,14 +164,24 @@ class VLLMServer:
                 return self
             time.sleep(2.0)
         self.stop()
-        raise TimeoutError(f"vLLM not healthy after {self.start_timeout_s:.0f} s")
+        raise TimeoutError(
+            f"vLLM not healthy after {self.start_timeout_s:.0f} s "
+            f"(last check: {self.last_check})"
+        )
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.url + "/health", timeout=2.0) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        """Whether ``/health`` answers 2xx now (why not: ``last_check``)."""
+        client = EndpointClient(
+            self.url, timeout_s=HEALTH_TIMEOUT_S, retries=0, max_bytes=HEALTH_BYTES
+        )
+        with client:
+            try:
+                client.request("GET", "health", root=True)
+            except PolicyError as e:
+                self.last_check = str(e)
+                return False
+        self.last_check = "healthy"
+        return True
 
     def tail(self, n: int = 40) -> str:
         lines = self.log.read_text(errors="replace").splitlines() if self.log else []

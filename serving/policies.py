@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hat_jax.endpoint import EndpointClient
+from hat_jax.endpoint import EndpointClient, check_text
 from hat_jax.endpoint import PolicyTimeout as PolicyTimeout  # serving.schedule's
 from hat_jax.harness import PolicyError, PolicyOutput, render_prompt
 from hat_jax.harness.policy import formats
@@ -208,7 +208,7 @@ def stream_text(
         got = event.get("usage")
         if got is not None:
             if not isinstance(got, dict) or not all(
-                isinstance(v, int) and not isinstance(v, bool)
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
                 for key, v in got.items()
                 if key in ("prompt_tokens", "completion_tokens")
             ):
@@ -223,6 +223,8 @@ def stream_text(
             text, why = choice.get("text"), choice.get("finish_reason")
             if text is not None and not isinstance(text, str):
                 raise _bad_event(where, k, "choices[].text", text)
+            if text:
+                check_text(text, where, f"event {k} choices[].text")
             if why is not None and not isinstance(why, str):
                 raise _bad_event(where, k, "choices[].finish_reason", why)
             if text and first is None:
@@ -233,8 +235,8 @@ def stream_text(
 
 
 def _bad_event(where: str, k: int, field: str, value: Any) -> PolicyError:
-    shown = json.dumps(value, default=str)[:200]
-    return PolicyError(f"{where}: event {k} {field} is malformed: {shown}")
+    text = json.dumps(value, default=str)[:200]  # ASCII: escapes everything odd
+    return PolicyError(f"{where}: event {k} {field} is malformed: {text}")
 
 
 def served_model(

@@ -6,8 +6,9 @@ batched model calls; see ``serving.schedule``) or ``endpoint`` (an
 OpenAI-compatible server on the wall clock, spec-decode counters from its
 ``/metrics``). It writes, under ``out``:
 
-- ``replay.json``: per concurrency level the summary (``serving.metrics``) and
-  every turn's record;
+- ``replay.json``: per concurrency level the summary (``serving.metrics``),
+  every turn's record and ``spec_errors`` (why the endpoint's counters could
+  not be read: the level is then reported without them);
 - ``replay.md``: the Markdown table;
 - ``latency_cdf.png``: the latency CDF per concurrency level.
 """
@@ -16,12 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hat_jax.endpoint import api_key_from_env
+from hat_jax.endpoint import PolicyError, api_key_from_env
 from hat_jax.jsonl import write_text_atomic
+from hat_jax.printable import shown
 from serving import metrics, prom
 from serving.cases import Job
 from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
@@ -48,6 +52,17 @@ class ReplayOptions:
     time_scale: float = 1.0
     label: str = ""
     api_key_env: str | None = None
+
+    def __post_init__(self):
+        if self.max_new_tokens < 1 or self.mtp_k < 0:
+            raise ValueError(
+                f"need max_new_tokens >= 1 and mtp_k >= 0, got "
+                f"{self.max_new_tokens} and {self.mtp_k}"
+            )
+        for name in ("timeout_s", "time_scale"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value}")
 
 
 def _embedded(target, opts: ReplayOptions):
@@ -96,6 +111,28 @@ BACKENDS: dict[str, Callable[..., tuple]] = {
 }
 
 
+def _read_spec(read_spec: Callable[[], Any] | None, errors: list[str]) -> Any:
+    """The counters now (None: no reader, or it failed: the reason goes to
+    ``errors`` and stderr)."""
+    if read_spec is None:
+        return None
+    try:
+        return read_spec()
+    except PolicyError as e:
+        errors.append(str(e))
+        print(f"note: no spec-decode counters: {shown(e)}", file=sys.stderr)
+        return None
+
+
+def _spec_delta(before: Any, after: Any, errors: list[str]) -> dict | None:
+    try:
+        return prom.spec_delta(before, after)
+    except ValueError as e:
+        errors.append(str(e))
+        print(f"note: no spec-decode counters: {shown(e)}", file=sys.stderr)
+        return None
+
+
 def _record(r: TurnRecord) -> dict[str, Any]:
     d = dataclasses.asdict(r)
     d.update(latency=r.latency, queue_s=r.queue_s)
@@ -117,6 +154,8 @@ def replay(
 
     if backend_kind not in BACKENDS:
         raise ValueError(f"unknown backend {backend_kind!r}; have {sorted(BACKENDS)}")
+    if not concurrency or min(concurrency) < 1:
+        raise ValueError(f"concurrency levels must be >= 1, got {list(concurrency)}")
     _, runner, read_spec = BACKENDS[backend_kind](target, opts)
     tools = tool_backend or SimBackend(None, seed=0)
     label = opts.label or backend_kind + (f" mtp{opts.mtp_k}" if opts.mtp_k else "")
@@ -124,15 +163,18 @@ def replay(
     out.mkdir(parents=True, exist_ok=True)
     runs, rows, curves = [], [], {}
     for c in concurrency:
-        before = read_spec() if read_spec else None
+        spec_errors: list[str] = []
+        before = _read_spec(read_spec, spec_errors)
         records = runner(jobs, tools, c)
-        spec = prom.spec_delta(before, read_spec()) if read_spec else None
+        after = _read_spec(read_spec, spec_errors)
+        spec = _spec_delta(before, after, spec_errors)
         summary = metrics.summarize(records, spec)
         runs.append(
             {
                 "concurrency": c,
                 "summary": summary,
                 "spec_counters": spec,
+                "spec_errors": spec_errors,
                 "turns": [_record(r) for r in records],
             }
         )

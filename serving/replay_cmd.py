@@ -17,8 +17,11 @@ Examples:
 
 from __future__ import annotations
 
+from hat_jax.cli.argtypes import count, finite, int_list
 from serving.replay import ReplayOptions, replay
 from serving.trace import TraceError, read_trace
+
+MAX_CONCURRENCY = 1024  # turns in flight (threads); far past any server's batch
 
 
 def add_arguments(p) -> None:
@@ -26,19 +29,32 @@ def add_arguments(p) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="a `hat train` workdir or HF folder")
     which.add_argument("--endpoint", help="an OpenAI-compatible server URL")
-    p.add_argument("--concurrency", default="1", help="comma-separated levels")
-    p.add_argument("--mtp", type=int, default=0, help="MTP drafts per step (embedded)")
+    p.add_argument(
+        "--concurrency",
+        type=int_list(1, MAX_CONCURRENCY),
+        default=[1],
+        help=f"comma-separated levels, each 1..{MAX_CONCURRENCY}",
+    )
+    p.add_argument(
+        "--mtp", type=count(0, 16), default=0, help="MTP drafts per step (embedded)"
+    )
     p.add_argument(
         "--mtp-head",
         help="embedded: draft with this workdir's MTP head (e.g. the base stage's)",
     )
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--limit", type=int, default=None, help="first N messages only")
+    p.add_argument("--max-new-tokens", type=count(1), default=128)
+    p.add_argument("--limit", type=count(1), help="first N messages only")
     p.add_argument(
-        "--timeout", type=float, default=60.0, help="endpoint: per model call (s)"
+        "--timeout",
+        type=finite(0, open_low=True),
+        default=60.0,
+        help="endpoint: per model call (s)",
     )
     p.add_argument(
-        "--time-scale", type=float, default=1.0, help="endpoint: speed up arrivals"
+        "--time-scale",
+        type=finite(0, open_low=True),
+        default=1.0,
+        help="endpoint: speed up arrivals (> 0)",
     )
     p.add_argument(
         "--api-key-env",
@@ -60,7 +76,7 @@ def run(args) -> int:
         return 1
     if args.limit:
         jobs = jobs[: args.limit]
-    levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    levels = args.concurrency
     opts = ReplayOptions(
         max_new_tokens=args.max_new_tokens,
         mtp_k=args.mtp,

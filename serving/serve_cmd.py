@@ -15,15 +15,18 @@ from __future__ import annotations
 import shlex
 import time
 
+from hat_jax.cli.argtypes import count
 from serving.launch import DEVICES, SERVE_PYTHON, VLLMServer, stop_on_signals, vllm_args
 
 
 def add_arguments(p) -> None:
     p.add_argument("folder", help="a folder written by `hat export`")
-    p.add_argument("--mtp", type=int, default=0, help="MTP draft tokens (0: off)")
+    p.add_argument(
+        "--mtp", type=count(0, 16), default=0, help="MTP draft tokens (0: off)"
+    )
     p.add_argument("--device", choices=DEVICES, default="cpu")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--port", type=count(1, 65535), default=8000)
+    p.add_argument("--max-model-len", type=count(1), default=4096)
     p.add_argument("--python", default=SERVE_PYTHON, help="the serve venv's python")
     p.add_argument("--log", default="runs/vllm-server.log")
     p.add_argument("--print-args", action="store_true", help="print flags and exit")

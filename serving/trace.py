@@ -15,7 +15,15 @@ The room state is not stored: ``sim.datasets.make_cases(split, seed,
 rooms * messages_per_room, messages_per_room=M)`` rebuilds every room snapshot
 from the header (the "state seed"), and a message names its case. The text is
 stored so a reader can check that the simulator still produces the same
-messages (:func:`serving.cases.trace_cases`).
+messages (:func:`serving.cases.trace_jobs`).
+
+:func:`read_trace` holds a file to what :func:`make_trace` writes, so a trace
+from elsewhere cannot make a replay build rooms without end or load a harness
+from an arbitrary folder: a header with a positive finite rate, a seed in
+``0..2**32-1``, ``n_messages`` and ``rooms`` >= 1, ``messages_per_room`` =
+ceil(n_messages / rooms), a split of ``sim.types.SPLITS``; sessions numbered
+0, 1, ... (at least ``rooms`` of them), each with a builtin harness; messages
+with finite times >= 0, in order, each case once.
 
 Arrivals (``ARRIVALS``, by name). Each room is its own process at rate R / K
 messages per second; the rooms' streams are merged and the first N messages
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +48,7 @@ import numpy as np
 from hat_jax.jsonl import DataError, iter_jsonl, write_text_atomic
 
 VERSION = 1
+SEED_MAX = 2**32 - 1
 BURST_MEAN = 4.0  # messages per burst
 BURST_GAP_S = 0.25  # mean gap inside a burst
 
@@ -121,12 +131,24 @@ def make_trace(
     harness: str = "taolive_v1",
 ) -> Trace:
     """A trace of simulated rooms (module docstring); deterministic in its args."""
+    from hat_jax.harness.builtin import BUILTIN
     from sim.datasets import make_cases
+    from sim.types import SPLITS
 
     if arrivals not in ARRIVALS:
         raise ValueError(f"unknown arrivals {arrivals!r}; have {sorted(ARRIVALS)}")
-    if n_messages < 1 or rooms < 1 or rate <= 0:
-        raise ValueError("need n_messages >= 1, rooms >= 1 and rate > 0")
+    if n_messages < 1 or rooms < 1 or not (math.isfinite(rate) and rate > 0):
+        raise ValueError(
+            f"need n_messages >= 1, rooms >= 1 and a finite rate > 0, got "
+            f"{n_messages}, {rooms}, {rate}"
+        )
+    if not 0 <= seed <= SEED_MAX:
+        raise ValueError(f"seed must be in 0..{SEED_MAX}, got {seed}")
+    if split not in SPLITS or harness not in BUILTIN:
+        raise ValueError(
+            f"need a split in {SPLITS} and a builtin harness in {BUILTIN}, got "
+            f"{split!r}, {harness!r}"
+        )
     per_room = -(-n_messages // rooms)
     cases = make_cases(
         split, seed, per_room * rooms, messages_per_room=per_room,
@@ -179,6 +201,13 @@ MESSAGE_KEYS = {
 }  # fmt: skip
 
 
+def _finite(x: Any) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:  # an integer of hundreds of digits
+        return False
+
+
 def _check_keys(file, n: int, obj: dict, kind: str, keys: dict) -> None:
     for key, types in keys.items():
         if key not in obj:
@@ -188,6 +217,49 @@ def _check_keys(file, n: int, obj: dict, kind: str, keys: dict) -> None:
                 t.__name__ for t in types
             )
             raise TraceError(file, n, f'"{key}" of type {names}', obj[key])
+        if types is not str and not _finite(obj[key]):
+            raise TraceError(file, n, f'"{key}" a finite number', obj[key])
+
+
+def _check_header(file, n: int, h: dict) -> None:
+    """The header's values (module docstring), once their types are right."""
+    from sim.types import SPLITS
+
+    if h["version"] != VERSION:
+        raise TraceError(file, n, f"version {VERSION}", h["version"])
+    if h["arrivals"] not in ARRIVALS:
+        raise TraceError(file, n, f"arrivals in {sorted(ARRIVALS)}", h["arrivals"])
+    if h["rate"] <= 0:
+        raise TraceError(file, n, '"rate" > 0 (messages per second)', h["rate"])
+    if not 0 <= h["seed"] <= SEED_MAX:
+        raise TraceError(file, n, f'"seed" in 0..{SEED_MAX}', h["seed"])
+    for key in ("n_messages", "rooms"):
+        if h[key] < 1:
+            raise TraceError(file, n, f'"{key}" >= 1', h[key])
+    per_room = -(-h["n_messages"] // h["rooms"])
+    if h["messages_per_room"] != per_room:
+        raise TraceError(
+            file, n, f'"messages_per_room" {per_room} (n_messages / rooms, rounded '
+            "up)", h["messages_per_room"],
+        )  # fmt: skip
+    if h["split"] not in SPLITS:
+        raise TraceError(file, n, f'"split" in {list(SPLITS)}', h["split"])
+
+
+def _check_session(file, n: int, obj: dict, sessions: dict) -> Session:
+    from hat_jax.harness.builtin import BUILTIN
+
+    _check_keys(file, n, obj, "session", SESSION_KEYS)
+    if obj["session"] in sessions:
+        raise TraceError(file, n, "a new session name", obj["session"])
+    if obj["room_index"] != len(sessions):
+        raise TraceError(
+            file, n, f'"room_index" {len(sessions)} (sessions in order)',
+            obj["room_index"],
+        )  # fmt: skip
+    if obj["harness"] not in BUILTIN:
+        raise TraceError(file, n, f'"harness" in {list(BUILTIN)}', obj["harness"])
+    return Session(**{k: obj[k] for k in SESSION_KEYS})
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
@@ -205,7 +277,7 @@ def read_trace(path: str | Path) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, 0, "a trace file (none found)")
-    header, sessions, messages = None, {}, []
+    header, sessions, messages, cases = None, {}, [], set()
     last_t, n = 0.0, 0
     for n, obj in _lines(path):
         kind = obj.get("kind")
@@ -213,18 +285,12 @@ def read_trace(path: str | Path) -> Trace:
             if kind != "trace":
                 raise TraceError(path, n, 'the header ({"kind": "trace", ...})', obj)
             _check_keys(path, n, obj, "header", HEADER_KEYS)
-            if obj["version"] != VERSION:
-                raise TraceError(path, n, f"version {VERSION}", obj["version"])
-            if obj["arrivals"] not in ARRIVALS:
-                raise TraceError(path, n, f"arrivals in {sorted(ARRIVALS)}")
+            _check_header(path, n, obj)
             header = obj
         elif kind == "session":
             if messages:
                 raise TraceError(path, n, "sessions before the first message")
-            _check_keys(path, n, obj, "session", SESSION_KEYS)
-            if obj["session"] in sessions:
-                raise TraceError(path, n, "a new session name", obj["session"])
-            sessions[obj["session"]] = Session(**{k: obj[k] for k in SESSION_KEYS})
+            sessions[obj.get("session")] = _check_session(path, n, obj, sessions)
         elif kind == "message":
             _check_keys(path, n, obj, "message", MESSAGE_KEYS)
             if obj["session"] not in sessions:
@@ -233,7 +299,10 @@ def read_trace(path: str | Path) -> Trace:
             if obj["t"] < last_t:
                 raise TraceError(path, n, f"arrival t >= {last_t} (sorted times)",
                                  obj["t"])  # fmt: skip
+            if obj["case"] in cases:
+                raise TraceError(path, n, "a case not already replayed", obj["case"])
             last_t = float(obj["t"])
+            cases.add(obj["case"])
             messages.append(Message(**{k: obj[k] for k in MESSAGE_KEYS}))
         else:
             raise TraceError(path, n, 'kind "session" or "message"', kind)
@@ -241,6 +310,9 @@ def read_trace(path: str | Path) -> Trace:
         raise TraceError(path, n, "a header line (the file is empty)")
     if not sessions or not messages:
         raise TraceError(path, n, "at least one session and one message")
+    if len(sessions) < header["rooms"]:
+        raise TraceError(path, n, f"{header['rooms']} sessions or more (rooms)",
+                         len(sessions))  # fmt: skip
     if len(messages) != header["n_messages"]:
         raise TraceError(path, n, f"{header['n_messages']} messages (n_messages)",
                          len(messages))  # fmt: skip

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import collections
 
+from hat_jax.cli.argtypes import count, finite, seed
+from hat_jax.harness.builtin import BUILTIN
+from hat_jax.printable import shown
 from serving.trace import ARRIVALS, TraceError, make_trace, read_trace, write_trace
 from sim.types import SPLITS
 
@@ -17,15 +20,23 @@ from sim.types import SPLITS
 def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="trace_command", required=True)
     m = sub.add_parser("make", help="generate a trace from the simulator")
-    m.add_argument("--n-messages", type=int, default=200)
-    m.add_argument("--rooms", type=int, default=4, help="live rooms at once")
+    m.add_argument("--n-messages", type=count(1), default=200)
+    m.add_argument("--rooms", type=count(1), default=4, help="live rooms at once")
     m.add_argument("--arrivals", choices=sorted(ARRIVALS), default="poisson")
     m.add_argument(
-        "--rate", type=float, default=0.5, help="messages per second, all rooms"
+        "--rate",
+        type=finite(0, open_low=True),
+        default=0.5,
+        help="messages per second, all rooms",
     )
-    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--seed", type=seed, default=0)
     m.add_argument("--split", choices=SPLITS, default="test")
-    m.add_argument("--harness", default="taolive_v1", help="harness in every room")
+    m.add_argument(
+        "--harness",
+        choices=BUILTIN,
+        default="taolive_v1",
+        help="builtin harness in every room",
+    )
     m.add_argument("--out", required=True, help="output JSONL file")
     c = sub.add_parser("check", help="validate a trace file and summarise it")
     c.add_argument("file")
@@ -39,7 +50,7 @@ def _summary(trace) -> str:
     return (
         f"{len(ts)} messages in {len(trace.sessions)} sessions over {span:.1f} s "
         f"(observed {rate:.3f}/s, {trace.header['arrivals']}); per session: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(per.items()))
+        + ", ".join(f"{shown(k)}={v}" for k, v in sorted(per.items()))
     )
 
 

@@ -23,19 +23,31 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from hat_jax.cli.argtypes import count
 from hat_jax.cli.config_flags import add_config_args
 
 
 def add_arguments(p) -> None:
     add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
     p.add_argument("--root", required=True, help="output root (created; resumed)")
-    p.add_argument("--workers", type=int, default=1, help="runs at once (default 1)")
-    p.add_argument("--only", help="comma-separated run names (default: all)")
+    p.add_argument(
+        "--workers", type=count(1, 256), default=1, help="runs at once (default 1)"
+    )
+    p.add_argument(
+        "--only", type=_names, help="comma-separated run names (default: all)"
+    )
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
     p.add_argument(
         "--jax-cache",
         help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
     )
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected names like base,hsa_sft: {text!r}")
+    return names
 
 
 def _subprocess_run(args, run, root: Path) -> bool:
@@ -64,7 +76,7 @@ def run(args) -> int:
     if not has_sweep:
         print(f"hat sweep: {args.config} has no sweep(); running its one run")
     if args.only:
-        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        wanted = args.only
         unknown = sorted(set(wanted) - {r.name for r in all_runs})
         if unknown:
             raise ValueError(f"--only names unknown runs {unknown}")

@@ -16,9 +16,16 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from experiments.world.tokenizer import MAX_VOCAB, MIN_VOCAB
+from hat_jax.cli.argtypes import count, seed
+from hat_jax.printable import shown
+
+MAX_LINES = 10**7  # --n: a base or prompts file of more lines is a typo
 
 
 def add_arguments(p) -> None:
@@ -28,8 +35,10 @@ def add_arguments(p) -> None:
         ("prompts", "write general chat prompts as JSONL"),
     ):
         g = sub.add_parser(name, help=help_)
-        g.add_argument("--n", type=int, required=True, help="number of lines")
-        g.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+        g.add_argument(
+            "--n", type=count(1, MAX_LINES), required=True, help="number of lines"
+        )
+        g.add_argument("--seed", type=seed, default=0, help="seed (default 0)")
         g.add_argument("--out", required=True, help="output JSONL file")
         if name == "base":
             g.add_argument(
@@ -40,7 +49,12 @@ def add_arguments(p) -> None:
             )
     t = sub.add_parser("tokenizer", help="train a byte-level BPE on JSONL files")
     t.add_argument("files", nargs="+", help="JSONL trajectories or prompts")
-    t.add_argument("--vocab-size", type=int, default=2048, help="default 2048")
+    t.add_argument(
+        "--vocab-size",
+        type=count(MIN_VOCAB, MAX_VOCAB),
+        default=2048,
+        help=f"{MIN_VOCAB}..{MAX_VOCAB}, default 2048",
+    )
     t.add_argument("--out", required=True, help="output folder")
 
 
@@ -49,8 +63,6 @@ def _counts(c: dict[str, int]) -> str:
 
 
 def _write(args, make: Callable[..., dict[str, int]], what: str, **kw) -> int:
-    if args.n < 1:
-        raise ValueError(f"--n must be positive, got {args.n}")
     t0 = time.perf_counter()
     counts = make(args.out, n=args.n, seed=args.seed, **kw)
     print(
@@ -76,8 +88,14 @@ def _tokenizer(args) -> int:
     from experiments.world.tokenizer import train_tokenizer
 
     for f in args.files:
-        if not Path(f).is_file():
-            raise ValueError(f"{f}: no such file (expected a JSONL file)")
+        p = Path(f)
+        if not p.exists():
+            raise ValueError(f"{shown(f)}: no such file (expected a JSONL file)")
+        if not p.is_file():  # a fifo blocks the reader, a device never ends
+            raise ValueError(
+                f"{shown(f)}: not a regular file (a fifo, device or folder; "
+                "expected a JSONL file)"
+            )
     t0 = time.perf_counter()
     tok = train_tokenizer(args.files, vocab_size=args.vocab_size, out=args.out)
     print(
@@ -102,7 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``hat world`` on its own (for tests and ``python -m experiments.world.cli``)."""
     parser = argparse.ArgumentParser(prog="hat world", description=__doc__)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except (OSError, ValueError) as e:  # as `hat` reports them
+        print(f"hat world: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ MARKUP_TOKENS = (
 )
 ADDED_TOKENS = CONTROL_TOKENS + MARKUP_TOKENS
 BOS, EOS, PAD = "<|endoftext|>", "<|im_end|>", "<|endoftext|>"
+MIN_VOCAB = 256 + len(ADDED_TOKENS) + 1  # the byte alphabet, the added tokens, a merge
+# The BPE trainer reserves ~66 bytes per requested entry before it starts (2**31
+# asks for 141 GB and aborts the process); no world corpus fills 2**20.
+MAX_VOCAB = 1 << 20
 _ADDED = re.compile("|".join(re.escape(t) for t in ADDED_TOKENS))
 
 
@@ -139,9 +143,13 @@ def train_tokenizer(
     """
     if not files:
         raise ValueError("no training files given")
-    floor = 256 + len(ADDED_TOKENS)
-    if vocab_size <= floor:
-        raise ValueError(f"vocab_size must exceed {floor} (bytes + added tokens)")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
+    if not MIN_VOCAB <= vocab_size <= MAX_VOCAB:
+        raise ValueError(
+            f"vocab_size must be {MIN_VOCAB}..{MAX_VOCAB} (above the bytes + added "
+            f"tokens; the trainer allocates per entry up front), got {vocab_size}"
+        )
     backend = new_backend()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(ADDED_TOKENS),

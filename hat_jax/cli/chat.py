@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
+from hat_jax.cli.argtypes import count, finite, seed
 from hat_jax.loading import load_model
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.text.chat import render_chat
@@ -29,11 +30,11 @@ def add_arguments(p) -> None:
         "--system", default=DEFAULT_SYSTEM, help="system prompt ('' for none)"
     )
     p.add_argument("--prompt", action="append", help="ask this and exit (repeatable)")
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=count(1, 2**20), default=256)
+    p.add_argument("--temperature", type=finite(0), default=0.0, help="0: greedy")
+    p.add_argument("--top-k", type=count(0), default=0, help="0: off")
+    p.add_argument("--top-p", type=finite(0, 1, open_low=True), default=1.0)
+    p.add_argument("--seed", type=seed, default=0)
 
 
 class _Printer:

@@ -19,6 +19,7 @@ import difflib
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -39,7 +40,11 @@ def _literal(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
         return json.loads(text)  # Raises json.JSONDecodeError, a ValueError.
+    except RecursionError:  # nested past Python's stack: no config holds that
+        raise ValueError("nested too deeply") from None
 
 
 def parse_value(text: str, expected: type, key: str = "value") -> Any:
@@ -58,8 +63,9 @@ def parse_value(text: str, expected: type, key: str = "value") -> Any:
     """
 
     def bad(why: str = "") -> ConfigError:
+        given = repr(text) if len(text) <= 80 else repr(text[:80]) + "..."
         return ConfigError(
-            f"Config key {key!r} expects {expected.__name__}; got {text!r}{why}."
+            f"Config key {key!r} expects {expected.__name__}; got {given}{why}."
         )
 
     if expected is not str and text == "None":
@@ -70,9 +76,12 @@ def parse_value(text: str, expected: type, key: str = "value") -> Any:
         raise bad(" (use true/false/1/0)")
     if expected in (int, float):
         try:
-            return expected(text)
+            value = expected(text)
         except ValueError:
             raise bad() from None
+        if expected is float and not math.isfinite(value):
+            raise bad(" (expected a finite number)")
+        return value
     if expected is str:
         return text
     if expected is type(None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hat_jax.checkpoints.hf import save_hf
+from hat_jax.cli.argtypes import finite
 from hat_jax.loading import load_model
 
 
@@ -24,7 +25,12 @@ def add_arguments(p) -> None:
         default=None,
         help="tensor dtype to write (default: the model's)",
     )
-    p.add_argument("--shard-gb", type=float, default=2.0, help="max shard size in GB")
+    p.add_argument(
+        "--shard-gb",
+        type=finite(low=0, open_low=True),
+        default=2.0,
+        help="max shard size in GB (a number > 0)",
+    )
 
 
 def _load(src: str):
@@ -37,7 +43,16 @@ def _load(src: str):
     return load_model(src)
 
 
+def _overlap(src: str, dst: str) -> bool:
+    a, b = Path(src).expanduser().resolve(), Path(dst).expanduser().resolve()
+    return a.exists() and (a == b or a in b.parents or b in a.parents)
+
+
 def run(args) -> int:
+    if _overlap(args.src, args.dst):  # writing would overwrite what it reads
+        raise ValueError(
+            f"{args.dst}: the output folder overlaps the source {args.src}"
+        )
     model, cfg, tok = _load(args.src)
     out = save_hf(
         model,

@@ -14,7 +14,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 
@@ -22,6 +21,7 @@ from hat_jax.harness.builtin import BUILTIN
 from hat_jax.harness.loader import HarnessError, load_harness
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import PROMPT_FORMATS, Harness
+from hat_jax.jsonl import DataError, parse_line
 from hat_jax.printable import shown
 
 
@@ -66,9 +66,9 @@ def run(args) -> int:
     room = None
     if args.room_context is not None:
         try:
-            room = json.loads(args.room_context)
-        except ValueError as e:
-            print(f"--room-context: expected JSON ({e})", file=sys.stderr)
+            room = parse_line(args.room_context, "--room-context")
+        except DataError as e:
+            print(e, file=sys.stderr)
             return 1
         if not isinstance(room, dict | str):
             print("--room-context: expected a JSON object or string", file=sys.stderr)

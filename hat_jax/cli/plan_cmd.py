@@ -13,52 +13,88 @@ the partition rules of `hat_jax.parallel`; activations are estimated (see
 
 from __future__ import annotations
 
+import argparse
+import math
 import re
 import sys
 
+from hat_jax.cli.argtypes import count
 from hat_jax.cli.config_flags import add_config_args
 
-_SIZE = re.compile(r"^\s*([0-9.]+)\s*(GB|GiB|G)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*(GB|GiB|G)?\s*$", re.IGNORECASE)
+_AXIS = re.compile(r"^[a-z_]+$")
+HARDWARE_NAMES = ("h20", "h200", "h100", "a100")  # hat_jax.parallel.plan.HARDWARE
 
 
 def add_arguments(p) -> None:
     add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
-    p.add_argument("--devices", type=int, default=8, help="devices in the mesh")
+    p.add_argument(
+        "--devices", type=count(1, 2**20), default=8, help="devices in the mesh"
+    )
     p.add_argument(
         "--hardware",
         action="append",
         default=[],
+        type=str.lower,
+        choices=HARDWARE_NAMES,
         help="preset device memory: h20 (96 GB), h200 (141 GB), h100, a100; repeat",
     )
-    p.add_argument("--device-memory", help="memory per device, e.g. 96GB or 80GiB")
     p.add_argument(
-        "--mesh", help="axis sizes, e.g. fsdp=4,expert=2 (default: the config's)"
+        "--device-memory", type=_arg(parse_memory), help="per device, e.g. 96GB, 80GiB"
     )
-    p.add_argument("--tokens-per-device", type=int, help="tokens per micro-batch")
+    p.add_argument(
+        "--mesh",
+        type=_arg(parse_mesh),
+        help="axis sizes, e.g. fsdp=4,expert=2 (default: the config's)",
+    )
+    p.add_argument(
+        "--tokens-per-device", type=count(1, 2**24), help="tokens per micro-batch"
+    )
     remat = p.add_mutually_exclusive_group()
     remat.add_argument("--remat", dest="remat", action="store_true", default=None)
     remat.add_argument("--no-remat", dest="remat", action="store_false")
     p.add_argument("--moe-impl", choices=["topk", "dense"], default="topk")
-    p.add_argument("--kv-batch", type=int, help="rollout sequences in flight")
-    p.add_argument("--kv-len", type=int, help="rollout sequence length")
+    p.add_argument(
+        "--kv-batch", type=count(1, 2**20), help="rollout sequences in flight"
+    )
+    p.add_argument("--kv-len", type=count(1, 2**24), help="rollout sequence length")
+
+
+def _arg(parse):
+    """An argparse type from a parser that raises ValueError."""
+
+    def typed(text: str):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    typed.__name__ = parse.__name__
+    return typed
 
 
 def parse_memory(text: str) -> float:
     """Bytes from "96GB" (1e9) or "80GiB" (2**30)."""
     m = _SIZE.match(text)
-    if not m:
-        raise ValueError(f"cannot read device memory {text!r}; e.g. 96GB")
+    value = float(m.group(1)) if m else math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"cannot read device memory {text!r}; e.g. 96GB or 80GiB")
     unit = (m.group(2) or "GB").lower()
-    return float(m.group(1)) * (2**30 if unit == "gib" else 1e9)
+    return value * (2**30 if unit == "gib" else 1e9)
 
 
 def parse_mesh(text: str) -> dict[str, int]:
+    """``fsdp=4,expert=2`` -> {"fsdp": 4, "expert": 2}; -1 means "the rest"."""
     out = {}
-    for part in filter(None, text.split(",")):
-        name, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"--mesh wants axis=size pairs, got {part!r}")
-        out[name.strip()] = int(value)
+    for part in text.split(","):
+        name, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or not _AXIS.match(name) or name in out:
+            raise ValueError(
+                f"wants distinct axis=size pairs like fsdp=4, got {part!r}"
+            )
+        if not re.fullmatch(r"-1|[1-9][0-9]{0,6}", value):
+            raise ValueError(f"axis {name}: size must be a positive integer or -1")
+        out[name] = int(value)
     return out
 
 
@@ -73,17 +109,17 @@ def run(args) -> int:
     except ConfigError as e:
         print(f"hat plan: error: {e}", file=sys.stderr)
         return 2
-    mesh = parse_mesh(args.mesh) if args.mesh else dict(cfg.get("mesh") or {})
+    mesh = args.mesh or dict(cfg.get("mesh") or {})
     if not mesh:
         mesh = {"fsdp": -1}
-    sizes = resolve_sizes(args.devices, **mesh)
-    hardware = {}
-    for name in args.hardware:
-        if name.lower() not in HARDWARE:
-            raise ValueError(f"unknown hardware {name!r}; have {sorted(HARDWARE)}")
-        hardware[name.upper()] = HARDWARE[name.lower()]
+    try:
+        sizes = resolve_sizes(args.devices, **mesh)
+    except ValueError as e:
+        raise ValueError(f"--mesh / --devices {args.devices}: {e}") from None
+    assert set(HARDWARE) == set(HARDWARE_NAMES), "keep HARDWARE_NAMES in step"
+    hardware = {name.upper(): HARDWARE[name] for name in args.hardware}
     if args.device_memory:
-        hardware["device"] = parse_memory(args.device_memory)
+        hardware["device"] = args.device_memory
     if not hardware:
         hardware = {"H20": HARDWARE["h20"], "H200": HARDWARE["h200"]}
     plan_cfg = cfg.get("plan") or {}

@@ -5,7 +5,10 @@ appending, reads the ids already there (``done``) and writes each new record as
 one line, flushed and fsynced, so a run killed at any moment leaves every
 finished case on disk. A line cut short by the kill (no trailing newline) is
 dropped when the file is opened again; any other unreadable line is an error,
-not something to paper over.
+not something to paper over. A string holding a lone surrogate (not UTF-8: a
+reply decoded from bytes that were not text) is written with each surrogate
+as the six characters ``\\udXXX``, so the line stays valid UTF-8 JSON that reads
+back, and ``done`` holds the record as it reads back.
 
 A record (written by ``hat_jax.eval.runner``) holds: ``id``, ``suite``,
 ``harness`` (the harness id), ``input``, ``tags``, ``trajectory``, ``scores``
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,14 @@ from hat_jax.jsonl import DataError, parse_line, write_text_atomic
 
 Record = dict[str, Any]
 RUN_FILE = "run.json"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogates(line: str) -> str:
+    """A JSON line with each lone surrogate as the text ``\\udXXX`` (module
+    docstring). Outside strings a JSON line is ASCII, so every surrogate is in
+    a string, where an escaped backslash (``\\\\``) then ``udXXX`` is valid."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", line)
 
 
 def _complete_lines(path: Path) -> tuple[list[bytes], int]:
@@ -82,10 +94,12 @@ class RecordWriter:
         """Appends one record (one line, flushed to disk before returning)."""
         if record["id"] in self.done:
             raise ValueError(f"{self.path}: record {record['id']!r} already written")
-        self._f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        raw = json.dumps(record, ensure_ascii=False)
+        line = _escape_surrogates(raw)
+        self._f.write(line + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
-        self.done[record["id"]] = dict(record)
+        self.done[record["id"]] = dict(record) if line == raw else json.loads(line)
 
     def close(self) -> None:
         self._f.close()

@@ -186,6 +186,8 @@ def dump_harness(
 
     Raises:
       FileExistsError: the folder already holds a harness and not ``overwrite``.
+      OSError: ``FOLDER: cannot write the harness there (why); nothing was
+        written``, naming ``folder`` (never a temporary name).
       ValueError: a name cannot be a file name, a text cannot be written as
         UTF-8, or the folder, ``skills/``, ``tools/`` or a file in them is a link
         or not what ``load_harness`` reads (nothing written or deleted).
@@ -203,37 +205,55 @@ def dump_harness(
         raise FileExistsError(
             f"{shown(folder)} already holds a harness (overwrite=True?)"
         )
-    if kind_of(folder) is None:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _temp_dir(folder.parent, f".{folder.name}.tmp-")
-        try:
-            _write_tree(tmp, files)
-            tmp.rename(folder)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return folder
-    _replace(folder, files, [*FOLDERS, *extra, MANIFEST], present)
+    try:
+        if kind_of(folder) is None:
+            _create(folder, files)
+        else:
+            _replace(folder, files, [*FOLDERS, *extra, MANIFEST], present)
+    except _Midway:
+        raise
+    except OSError as e:  # the temporary names mean nothing to the caller
+        raise type(e)(
+            f"{shown(folder)}: cannot write the harness there "
+            f"({e.strerror or e}); nothing was written"
+        ) from e
     return folder
+
+
+class _Midway(OSError):
+    """Replacing stopped after some parts were swapped in (the message says
+    where the old ones are)."""
+
+
+def _create(folder: Path, files: dict) -> None:
+    """Writes a new folder beside where it goes, then renames it into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_dir(folder.parent, f".{folder.name}.tmp-")
+    try:
+        _write_tree(tmp, files)
+        tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def _replace(folder: Path, files: dict, names: list[str], present: list[str]) -> None:
     """Writes the new content beside the old, then swaps it in name by name."""
     tmp = _temp_dir(folder, ".dump-")  # inside: the same file system, no parent
+    old = tmp / ".old"
     try:
         _write_tree(tmp, files)
+        old.mkdir()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = tmp / ".old"
-    old.mkdir()
     try:
         for name in names:  # one rename each, the manifest last
             if name in present:
                 (folder / name).rename(old / name)
             (tmp / name).rename(folder / name)
     except OSError as e:
-        raise OSError(
+        raise _Midway(
             f"replacing the harness in {shown(folder)} failed midway ({e}); "
             f"the old files are in {shown(old)}"
         ) from e

@@ -112,8 +112,16 @@ def _type_name(tp: Any) -> str:
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
+def _first_blank(items: list[str]) -> int | None:
+    """The index of the first empty or whitespace-only string: a phrase, number
+    or kind that matches nothing (or, as a substring, everything)."""
+    return next((i for i, s in enumerate(items) if not s.strip()), None)
+
+
 def hook_param_errors(name: str, params: Any) -> list[tuple[str | None, str]]:
-    """Problems with a hook's parameters as ``(param or None, message)``."""
+    """Problems with a hook's parameters as ``(param or None, message)``: unknown
+    names, wrong types (an integer is never a boolean or a float), blank strings
+    in a list, then the hook's own value checks."""
     if name not in _HOOKS:
         return [
             (None, f"unknown hook {describe(name)}; expected one of {hook_names()}")
@@ -131,6 +139,11 @@ def hook_param_errors(name: str, params: Any) -> list[tuple[str | None, str]]:
         elif not _type_ok(hook.params[key][0], value):
             want = _type_name(hook.params[key][0])
             errs.append((key, f"{name}.{key}: expected {want}, got {describe(value)}"))
+        elif isinstance(value, list) and (i := _first_blank(value)) is not None:
+            got = describe(value[i])
+            errs.append(
+                (key, f"{name}.{key}[{i}]: expected a non-blank string, got {got}")
+            )
     if not errs and hook.param_check:
         errs += [(k, f"{name}.{k}: {m}") for k, m in hook.param_check(dict(params))]
     return errs
@@ -174,10 +187,21 @@ _INJECTION_PHRASES = (
 ).split("|")
 
 
-def _positive(*keys: str) -> ParamCheck:
+# The largest max_chars: far past any viewer message or spoken reply, so that a
+# typo (10**29) is refused rather than read as "no limit".
+MAX_CHARS = 100_000
+
+
+def _positive(key: str, most: int) -> ParamCheck:
+    """``params[key]`` (an integer, when given) in ``1..most``."""
+
     def check(params: dict[str, Any]) -> list[tuple[str, str]]:
-        bad = [k for k in keys if k in params and params[k] <= 0]
-        return [(k, f"expected a positive value, got {params[k]}") for k in bad]
+        value = params.get(key, 1)
+        if 1 <= value <= most:
+            return []
+        return [
+            (key, f"expected a positive integer up to {most:,}, got {describe(value)}")
+        ]
 
     return check
 
@@ -189,7 +213,7 @@ def _positive(*keys: str) -> ParamCheck:
         "max_chars": (int, 500),
         "injection_phrases": (list[str], _INJECTION_PHRASES),
     },
-    param_check=_positive("max_chars"),
+    param_check=_positive("max_chars", MAX_CHARS),
 )
 def input_check(params: dict[str, Any], ctx: HookContext) -> HookResult:
     """Fails an over-long message; passes injection attempts with a note."""
@@ -243,6 +267,8 @@ def tool_args(params: dict[str, Any], ctx: HookContext) -> HookResult:
 
 
 def _check_kinds(params: dict[str, Any]) -> list[tuple[str, str]]:
+    if params.get("kinds") == []:  # the hook would then check nothing
+        return [("kinds", f"expected at least one skill kind from {SKILL_KINDS}")]
     bad = [k for k in params.get("kinds", ()) if k not in SKILL_KINDS]
     return [
         ("kinds", f"unknown skill kind {describe(k)}; expected {SKILL_KINDS}")
@@ -307,7 +333,7 @@ def _tag_check(params: dict[str, Any]) -> list[tuple[str, str]]:
         "no_markdown": (bool, True),
         "sign_off": (str, ""),
     },
-    param_check=lambda p: _positive("max_chars")(p) + _tag_check(p),
+    param_check=lambda p: _positive("max_chars", MAX_CHARS)(p) + _tag_check(p),
 )
 def reply_format(params: dict[str, Any], ctx: HookContext) -> HookResult:
     """Length, banned phrases, no Markdown, no leftover control tags and, when

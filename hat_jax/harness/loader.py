@@ -12,8 +12,10 @@ A harness folder holds::
                   JSON-Schema object; keywords: json_schema.SCHEMA_KEYS)
 
 Optional: rules, constraints, hooks (empty), tool_call_format ("qwen_xml"),
-prompt.titles. turn_limit >= 1; retry_limit >= 0 (0: no retries); prompt.order
-must include skill_index and tool_list; at least one skill has kind reply.
+prompt.titles. turn_limit 1..100; retry_limit 0..20 (0: no retries), written in
+decimal digits (YAML's ``1:30``, ``010`` and ``0x10`` are refused, not read as
+90, 8 and 16); prompt.order must include skill_index and tool_list; at least one
+skill has kind reply. Field checks are in ``fields.py``.
 
 Skills and tools are read in file-name order (a plain string sort), which is their
 order in the harness; ``dump_harness`` prefixes file names with the index so a
@@ -45,18 +47,22 @@ import bisect
 import logging
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hat_jax.harness import hooks as hooks_mod
 from hat_jax.harness.builtin import BUILTIN, builtin_path
 from hat_jax.harness.dump import dump_harness  # still importable from here
-from hat_jax.harness.json_schema import NAME_RE, check_schema, describe, listed
+from hat_jax.harness.fields import (
+    check_keys,
+    check_manifest,
+    name_field,
+    text_field,
+    unknown,
+)
+from hat_jax.harness.json_schema import check_schema
 from hat_jax.harness.sourcemap import (
     MAX_FILE_BYTES,
     Doc,
-    Key,
     kind_of,
     parse_json,
     parse_yaml,
@@ -67,8 +73,6 @@ from hat_jax.harness.spec import (
     FOLDERS,
     LOAD_SKILL,
     MANIFEST,
-    PROMPT_FORMATS,
-    SECTION_NAMES,
     SKILL_KINDS,
     Harness,
     HookSpec,
@@ -77,7 +81,6 @@ from hat_jax.harness.spec import (
     Tool,
 )
 from hat_jax.printable import shown
-from hat_jax.text.toolcall import get_format
 
 MAX_ERRORS = 200  # messages a HarnessError keeps; the rest are counted
 __all__ = [
@@ -92,19 +95,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _TOOL_REF = re.compile(r"(?<!`)`([A-Za-z_][A-Za-z0-9_.\-]*)(?:\([^`\n]*\))?`(?!`)")
 _SKILL_REF = re.compile(r"""load_skill\(\s*(?:name\s*=\s*)?(["'])([^"'\n]+)\1\s*\)""")
-_MANIFEST_KEYS = {  # key -> required
-    "name": True,
-    "version": True,
-    "persona": True,
-    "rules": False,
-    "constraints": False,
-    "prompt": True,
-    "turn_limit": True,
-    "retry_limit": True,
-    "tool_call_format": False,
-    "hooks": False,
-}
-_NEEDED_SECTIONS = ("skill_index", "tool_list")  # the agent cannot work without them
 _SKILL_KEYS = ("name", "kind", "description")
 _TOOL_KEYS = ("name", "description", "parameters")
 _OBJECT_SCHEMA = '{"type": "object", "properties": {...}}'
@@ -140,159 +130,6 @@ def skill_references(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(2), m.start(2), m.end(2)) for m in _SKILL_REF.finditer(text)]
 
 
-# --- Field checks ---------------------------------------------------------------
-
-
-def _unknown(what: str, value: Any, choices: Any) -> str:
-    return f"unknown {what} {describe(value)}; expected one of {listed(choices)}"
-
-
-def _keys(doc: Doc, data: dict, path: Key, keys: Mapping[str, bool], what: str):
-    for k in data:
-        if k not in keys:
-            doc.err((*path, k), _unknown(f"key in {what}:", k, keys))
-    for k, required in keys.items():
-        if required and k not in data:
-            doc.err(path, f"missing key {k!r} in {what}")
-
-
-def _text(doc: Doc, data: dict, key: str, path: Key = (), one_line=True, hint=""):
-    """``data[key]`` if it is a non-empty string (one line if asked), else None."""
-    if key not in data:
-        return None
-    value, where = data[key], (*path, key)
-    if not isinstance(value, str) or not value.strip():
-        hint = hint if not isinstance(value, str) else ""
-        doc.err(
-            where, f"{key}: expected a non-empty string, got {describe(value)}{hint}"
-        )
-    elif one_line and "\n" in value:
-        doc.err(where, f"{key}: expected one line of text, got a line break")
-    else:
-        return value
-    return None
-
-
-def _name(doc: Doc, data: dict, key: str, what: str) -> str | None:
-    value = _text(doc, data, key)
-    if value is not None and not NAME_RE.fullmatch(value):
-        doc.err((key,), f"{what} {describe(value)}: expected letters, digits, _ . -")
-        return None
-    return value
-
-
-def _text_list(doc: Doc, data: dict, key: str) -> None:
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        doc.err((key,), f"{key}: expected a list of strings, got {describe(value)}")
-        return
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip() or "\n" in item:
-            doc.err((key, i), f"{key}[{i}]: expected one line, got {describe(item)}")
-
-
-def _count(doc: Doc, data: dict, key: str, least: int) -> None:
-    value = data.get(key)
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
-    if key in data and not ok:
-        want = "a positive integer" if least == 1 else f"an integer >= {least}"
-        doc.err((key,), f"{key}: expected {want}, got {describe(value)}")
-
-
-def _check_manifest(doc: Doc, data: Any) -> None:
-    if not isinstance(data, dict):
-        doc.err((), f"expected a mapping with keys {list(_MANIFEST_KEYS)}")
-        return
-    _keys(doc, data, (), _MANIFEST_KEYS, "the manifest")
-    _text(doc, data, "name")
-    _text(doc, data, "version", hint=' (quote it: version: "1.0")')
-    _text(doc, data, "persona", one_line=False)
-    _text_list(doc, data, "rules")
-    _text_list(doc, data, "constraints")
-    _count(doc, data, "turn_limit", 1)
-    _count(doc, data, "retry_limit", 0)
-    fmt = data.get("tool_call_format", "qwen_xml")
-    try:
-        if not isinstance(fmt, str):
-            raise ValueError(f"expected a format name, got {describe(fmt)}")
-        get_format(fmt)
-    except ValueError as e:
-        doc.err(("tool_call_format",), f"tool_call_format: {e}")
-    if "prompt" in data:
-        _check_prompt(doc, data["prompt"])
-    _check_hooks(doc, data.get("hooks", []))
-
-
-def _check_prompt(doc: Doc, prompt: Any) -> None:
-    p = ("prompt",)
-    if not isinstance(prompt, dict):
-        doc.err(
-            p,
-            f"prompt: expected a mapping (order, format, titles): {describe(prompt)}",
-        )
-        return
-    _keys(doc, prompt, p, {"order": True, "format": True, "titles": False}, "prompt")
-    order = prompt.get("order", list(SECTION_NAMES))
-    if not isinstance(order, list) or not order:
-        doc.err((*p, "order"), f"prompt.order: expected a list from {SECTION_NAMES}")
-        order = list(_NEEDED_SECTIONS)
-    seen = set()
-    for i, s in enumerate(order):
-        if s not in SECTION_NAMES:
-            doc.err((*p, "order", i), _unknown("section", s, SECTION_NAMES))
-        elif s in seen:
-            doc.err((*p, "order", i), f"section {s!r} is listed twice")
-        else:
-            seen.add(s)
-    for s in _NEEDED_SECTIONS:
-        if s not in order:
-            doc.err((*p, "order"), f"prompt.order: expected {s!r} (the agent needs it)")
-    if "format" in prompt and prompt["format"] not in PROMPT_FORMATS:
-        doc.err(
-            (*p, "format"), _unknown("prompt format", prompt["format"], PROMPT_FORMATS)
-        )
-    titles = prompt.get("titles", {})
-    if not isinstance(titles, dict):
-        doc.err(
-            (*p, "titles"), f"prompt.titles: expected a mapping, got {describe(titles)}"
-        )
-        return
-    for s in titles:
-        if s not in SECTION_NAMES:
-            doc.err((*p, "titles", s), _unknown("section", s, SECTION_NAMES))
-        else:
-            _text(doc, titles, s, (*p, "titles"))
-
-
-def _check_hooks(doc: Doc, hooks: Any) -> None:
-    if not isinstance(hooks, list):
-        doc.err(
-            ("hooks",),
-            f"hooks: expected a list of {{name, params}}, got {describe(hooks)}",
-        )
-        return
-    names = set()
-    for i, h in enumerate(hooks):
-        at = ("hooks", i)
-        if not isinstance(h, dict):
-            doc.err(
-                at, f"hooks[{i}]: expected a mapping (name, params), got {describe(h)}"
-            )
-            continue
-        _keys(doc, h, at, {"name": True, "params": False}, f"hooks[{i}]")
-        name = h.get("name")
-        if "name" not in h:
-            continue
-        if name not in hooks_mod.hook_names():
-            doc.err((*at, "name"), _unknown("hook", name, hooks_mod.hook_names()))
-            continue
-        if name in names:
-            doc.err((*at, "name"), f"hook {name!r} is listed twice")
-        names.add(name)
-        for key, msg in hooks_mod.hook_param_errors(name, h.get("params", {})):
-            doc.err((*at, "params", key) if key else (*at, "params"), msg)
-
-
 # --- Files ----------------------------------------------------------------------
 
 
@@ -309,7 +146,7 @@ def _load_manifest(file: Path, errors: list[str]) -> tuple[dict | None, Doc | No
     if not ok:
         return None, None
     n = len(errors)
-    _check_manifest(doc, data)
+    check_manifest(doc, data)
     return (data if len(errors) == n else None), doc
 
 
@@ -334,12 +171,12 @@ def _load_skill(file: Path, errors: list[str], names: list) -> tuple | None:
     if not isinstance(data, dict):
         doc.err((), "front matter: expected a mapping with name, kind and description")
         return None
-    _keys(doc, data, (), dict.fromkeys(_SKILL_KEYS, True), "the front matter")
-    name = _name(doc, data, "name", "skill name")
+    check_keys(doc, data, (), dict.fromkeys(_SKILL_KEYS, True), "the front matter")
+    name = name_field(doc, data, "name", "skill name")
     names.append(name)
     if "kind" in data and data["kind"] not in SKILL_KINDS:
-        doc.err(("kind",), _unknown("skill kind", data["kind"], SKILL_KINDS))
-    description = _text(doc, data, "description")
+        doc.err(("kind",), unknown("skill kind", data["kind"], SKILL_KINDS))
+    description = text_field(doc, data, "description")
     # Exactly one blank line after the front matter and one final newline are
     # layout, not body: what dump_harness writes around the body.
     body, start = "\n".join(lines[end + 1 :]), end + 2
@@ -365,12 +202,12 @@ def _load_tool(file: Path, errors: list[str], names: list) -> tuple | None:
     if not isinstance(data, dict):
         doc.err((), "expected a JSON object with name, description and parameters")
         return None
-    _keys(doc, data, (), dict.fromkeys(_TOOL_KEYS, True), "the tool spec")
-    name = _name(doc, data, "name", "tool name")
+    check_keys(doc, data, (), dict.fromkeys(_TOOL_KEYS, True), "the tool spec")
+    name = name_field(doc, data, "name", "tool name")
     names.append(name)
     if name == LOAD_SKILL:
         doc.err(("name",), f"tool name {LOAD_SKILL!r} clashes with the built-in tool")
-    description = _text(doc, data, "description", one_line=False)
+    description = text_field(doc, data, "description", one_line=False)
     params = data.get("parameters")
     if "parameters" in data and not (
         isinstance(params, dict)
@@ -523,7 +360,7 @@ def _check_references(skills: list, names: dict, errors: list[str]) -> None:
                 if newlines is None:
                     newlines = [m.start() for m in re.finditer("\n", skill.body)]
                 line = start + bisect.bisect_left(newlines, pos)
-                msg = _unknown(what, ref, choices[what])
+                msg = unknown(what, ref, choices[what])
                 errors.append(
                     f"{shown(f)}:{line}: skill {skill.name!r} refers to an {msg}"
                 )

@@ -21,6 +21,8 @@ from collections.abc import Mapping as AnyMapping
 from typing import Any
 
 from hat_jax.harness.spec import LOAD_SKILL, Harness
+from hat_jax.jsonl import DataError, field, json_type, parse_line
+from hat_jax.printable import shown
 from hat_jax.text.toolcall import ToolCall
 
 Path = tuple[str, ...]
@@ -195,10 +197,12 @@ class Mapping:
             tools[t0] = other.tool(t1)
             nxt = other.params.get(t1, {})
             rank = {p1: i for i, p1 in enumerate(nxt)}
-            pairs = sorted(self.params[t0].items(), key=lambda kv: rank.get(kv[1], -1))
+            pairs = sorted(
+                self.params.get(t0, {}).items(), key=lambda kv: rank.get(kv[1], -1)
+            )
             params[t0] = {p0: nxt.get(p1, p1) for p0, p1 in pairs}
             composed = {}
-            for p0, p1 in self.params[t0].items():
+            for p0, p1 in self.params.get(t0, {}).items():
                 table = _compose_values(
                     self.values.get(t0, {}).get(p0, {}),
                     other.values.get(t1, {}).get(p1, {}),
@@ -234,28 +238,139 @@ class Mapping:
         }
 
     @classmethod
-    def from_dict(cls, d: AnyMapping[str, Any]) -> Mapping:
+    def from_dict(cls, d: Any, where: str = "mapping") -> Mapping:
+        """A mapping from :meth:`to_dict`'s form (``mapping.json``, a
+        trajectory's ``meta.hsa.mapping``).
+
+        Raises:
+          DataError: ``where: field 'LABEL' ...`` for an unknown key or a value
+            of the wrong type or shape.
+        """
+        if not isinstance(d, AnyMapping):
+            raise DataError(
+                f"{where}: expected a harness mapping (a JSON object), got "
+                f"{json_type(d)}"
+            )
+        unknown = [k for k in d if k not in _FIELDS]
+        if unknown:
+            raise DataError(
+                f"{where}: unknown field {_shown(unknown[0])} in a harness mapping "
+                f"(expected {', '.join(_FIELDS)})"
+            )
         return cls(
-            tools=dict(d.get("tools", {})),
+            tools=_names(d, "tools", where),
             params={
-                t: {tuple(a): tuple(b) for a, b in pairs}
-                for t, pairs in d.get("params", {}).items()
+                t: _path_table(pairs, where, f"params.{shown(t)}")
+                for t, pairs in field(d, "params", where, dict, default={}).items()
             },
             values={
-                t: {tuple(p): {a: b for a, b in tab} for p, tab in pairs}
-                for t, pairs in d.get("values", {}).items()
+                t: _value_tables(pairs, where, f"values.{shown(t)}")
+                for t, pairs in field(d, "values", where, dict, default={}).items()
             },
-            skills=dict(d.get("skills", {})),
-            added_tools=list(d.get("added_tools", [])),
-            ops=list(d.get("ops", [])),
+            skills=_names(d, "skills", where),
+            added_tools=_texts(d, "added_tools", where),
+            ops=_texts(d, "ops", where),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @classmethod
-    def from_json(cls, text: str) -> Mapping:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str, where: str = "mapping.json") -> Mapping:
+        """A mapping from JSON text (strict: no NaN, no key given twice).
+
+        Raises:
+          DataError: ``where: ...`` for text that is not a harness mapping.
+        """
+        return cls.from_dict(parse_line(text, where), where)
+
+
+_FIELDS = ("tools", "params", "values", "skills", "added_tools", "ops")
+
+
+def _shown(value: Any) -> str:
+    """A value from the data, quoted, cut to 40 characters, printable."""
+    text = repr(value)
+    return shown(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _text(value: Any, where: str, label: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        got = _shown(value) if isinstance(value, str) else json_type(value)
+        raise DataError(
+            f"{where}: field '{label}' must be a non-empty string, got {got}"
+        )
+    return value
+
+
+def _list(value: Any, where: str, label: str) -> list:
+    if not isinstance(value, list):
+        raise DataError(
+            f"{where}: field '{label}' must be a list, got {json_type(value)}"
+        )
+    return value
+
+
+def _names(d: AnyMapping[str, Any], key: str, where: str) -> dict[str, str]:
+    """``d[key]``: an object of names to names."""
+    table = field(d, key, where, dict, default={})
+    return {k: _text(v, where, f"{key}.{shown(k)}") for k, v in table.items()}
+
+
+def _texts(d: AnyMapping[str, Any], key: str, where: str) -> list[str]:
+    """``d[key]``: a list of names."""
+    items = field(d, key, where, list, default=[])
+    return [_text(v, where, f"{key}[{i}]") for i, v in enumerate(items)]
+
+
+def _pair(value: Any, where: str, label: str) -> tuple[Any, Any]:
+    if not isinstance(value, list) or len(value) != 2:
+        got = f"a list of {len(value)}" if isinstance(value, list) else json_type(value)
+        raise DataError(f"{where}: field '{label}' must be a pair [a, b], got {got}")
+    return value[0], value[1]
+
+
+def _path(value: Any, where: str, label: str) -> Path:
+    """An argument leaf path: a non-empty list of keys."""
+    if not isinstance(value, list) or not value:
+        raise DataError(
+            f"{where}: field '{label}' must be an argument path (a non-empty list "
+            f"of names), got {'[]' if value == [] else json_type(value)}"
+        )
+    return tuple(_text(k, where, f"{label}[{i}]") for i, k in enumerate(value))
+
+
+def _path_table(pairs: Any, where: str, label: str) -> dict[Path, Path]:
+    """``[[source path, augmented path], ...]`` as a dict; a source path once."""
+    out: dict[Path, Path] = {}
+    for i, item in enumerate(_list(pairs, where, label)):
+        a, b = _pair(item, where, f"{label}[{i}]")
+        src = _path(a, where, f"{label}[{i}][0]")
+        if src in out:
+            raise DataError(
+                f"{where}: field '{label}' lists the path {list(src)} twice"
+            )
+        out[src] = _path(b, where, f"{label}[{i}][1]")
+    return out
+
+
+def _value_tables(pairs: Any, where: str, label: str) -> dict[Path, dict[str, str]]:
+    """``[[source path, [[value, new value], ...]], ...]`` as dicts."""
+    out: dict[Path, dict[str, str]] = {}
+    for i, item in enumerate(_list(pairs, where, label)):
+        p, tab = _pair(item, where, f"{label}[{i}]")
+        path, at = _path(p, where, f"{label}[{i}][0]"), f"{label}[{i}][1]"
+        table = out.setdefault(path, {})
+        for j, x in enumerate(_list(tab, where, at)):
+            a, b = _pair(x, where, f"{at}[{j}]")
+            if not isinstance(a, str) or not isinstance(b, str):
+                bad = json_type(b if isinstance(a, str) else a)
+                raise DataError(
+                    f"{where}: field '{at}[{j}]' must be two enum spellings "
+                    f"(strings), got {bad}"
+                )
+            table[a] = b
+    return out
 
 
 def _map_skill_call(call: ToolCall, rename) -> ToolCall:

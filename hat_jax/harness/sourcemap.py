@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import errno
 import json
+import math
 import os
 import re
 import stat
@@ -35,6 +36,8 @@ _KINDS = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
 )
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_NUMBER_TAGS = (_INT_TAG, _FLOAT_TAG)
 # Never follow a link at the last step; never wait on a fifo swapped in late.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -123,7 +126,17 @@ def read_text(file: Path, errors: list[str]) -> str | None:
 class _Loader(yaml.SafeLoader):
     """Refuses anchors and aliases: an alias repeats a subtree without repeating
     its text, so a few KB can expand to a prompt of gigabytes (``dump_harness``
-    never writes them)."""
+    never writes them).
+
+    Numbers are plain decimal: YAML 1.1 reads ``1:30`` as 90 (base 60), ``010``
+    as 8, ``0x10`` as 16 and ``1_000`` as 1000, none of which a harness author
+    means; here each stays a string, which the field checks then refuse.
+    """
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in _NUMBER_TAGS]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -138,6 +151,19 @@ class _Loader(yaml.SafeLoader):
                 event.start_mark,
             )
         return super().compose_node(parent, index)
+
+
+_Loader.add_implicit_resolver(
+    _INT_TAG, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789")
+)
+_Loader.add_implicit_resolver(
+    _FLOAT_TAG,
+    re.compile(
+        r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+.0123456789"),
+)
 
 
 def parse_yaml(
@@ -169,16 +195,23 @@ def parse_yaml(
         if loader is not None:
             loader.dispose()
     _yaml_lines(node, offset, doc)
-    return _encodable(data, doc), data, doc
+    return _values_ok(data, doc), data, doc
 
 
-def _encodable(data: Any, doc: Doc) -> bool:
+def _values_ok(data: Any, doc: Doc) -> bool:
     """Reports every string (key or value) holding a lone surrogate, which no
-    UTF-8 file, prompt or tokenizer can hold; True if there is none."""
+    UTF-8 file, prompt or tokenizer can hold, and every JSON number out of
+    float range; True if there is none."""
     n, stack = len(doc.errors), [(data, ())]
     while stack:
         value, path = stack.pop()
-        if isinstance(value, str) and (m := _SURROGATE.search(value)):
+        if isinstance(value, _OutOfRange):
+            doc.err(
+                path,
+                f"number {shown(value.text[:24])} is out of range (expected a "
+                "finite number)",
+            )
+        elif isinstance(value, str) and (m := _SURROGATE.search(value)):
             doc.err(
                 path,
                 f"text cannot be encoded as UTF-8: lone surrogate {m.group()!r} "
@@ -237,12 +270,25 @@ def _no_constant(word: str) -> Any:
     raise _Constant(word)
 
 
+class _OutOfRange:
+    """A JSON number that is no finite float (``1e400``), kept as written until
+    it is reported with the line of its key."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _finite(text: str) -> float | _OutOfRange:
+    value = float(text)
+    return value if math.isfinite(value) else _OutOfRange(text)
+
+
 def parse_json(text: str, file: Path, errors: list[str]) -> tuple[bool, Any, Doc]:
-    """Parses strict JSON (no NaN/Infinity, no lone surrogates); reports duplicate
-    keys."""
+    """Parses strict JSON (no NaN/Infinity, numbers finite, no lone surrogates);
+    reports duplicate keys."""
     doc = Doc(file, {(): 1}, errors)
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as e:
         errors.append(f"{shown(file)}:{e.lineno}: invalid JSON: {e.msg}")
         return False, None, doc
@@ -259,7 +305,7 @@ def parse_json(text: str, file: Path, errors: list[str]) -> tuple[bool, Any, Doc
         _json_lines(text, doc)
     except (IndexError, ValueError, RecursionError):  # only line numbers are lost
         pass
-    return _encodable(data, doc), data, doc
+    return _values_ok(data, doc), data, doc
 
 
 def _json_lines(text: str, doc: Doc) -> None:

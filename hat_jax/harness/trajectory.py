@@ -20,7 +20,9 @@ from typing import Any
 
 from hat_jax.harness.spec import Harness
 from hat_jax.jsonl import DataError, field, json_type, parse_line
+from hat_jax.printable import shown
 from hat_jax.text.toolcall import ToolCall
+from hat_jax.text.toolcall import _valid_name as _writable_name
 
 CHECKPOINTS = ("input", "tool_args", "pre_reply", "reply")
 STATUSES = ("ok", "failed", "turn_limit")
@@ -109,11 +111,17 @@ class Trajectory:
             what += [f"unknown field '{k}'" for k in unknown]
             raise DataError(f"{where}: not a trajectory ({', '.join(what)})")
         check_messages(d["messages"], where)
+        harness_id = field(d, "harness_id", where, str)
+        if not harness_id.strip():
+            raise DataError(
+                f"{where}: field 'harness_id' must be a harness id (such as "
+                f"'taolive@1.0'), got {_shown(harness_id)}"
+            )
         timings = field(d, "timings", where, dict, default={})
         for k in timings:
             field(timings, k, where, float, label=f"timings.{k}")
         return cls(
-            harness_id=field(d, "harness_id", where, str),
+            harness_id=harness_id,
             user_message=field(d, "user_message", where, str),
             messages=d["messages"],
             tool_calls=[
@@ -160,7 +168,7 @@ def _exchange(t: Any, where: str, label: str) -> ToolExchange:
     t = _object(t, where, label)
     _strict_keys(t, ToolExchange, where, label)
     return ToolExchange(
-        name=field(t, "name", where, str, label=f"{label}.name"),
+        name=_tool_name(t, where, f"{label}.name"),
         arguments=field(t, "arguments", where, dict, label=f"{label}.arguments"),
         result=field(t, "result", where, str, label=f"{label}.result"),
         ok=field(t, "ok", where, bool, default=True, label=f"{label}.ok"),
@@ -192,18 +200,21 @@ def _hook_event(h: Any, where: str, label: str) -> HookEvent:
 def check_messages(messages: Any, where: str, label: str = "messages") -> None:
     """Checks a chat as :func:`hat_jax.text.render_chat` takes it.
 
-    Each message is an object with a known ``role``; ``content``,
-    ``reasoning``, ``reasoning_content`` and ``name`` are strings (or null);
-    ``tool_calls`` is a list of ``{"name", "arguments"}`` (or OpenAI-style
-    ``{"function": {...}}``) with arguments an object or a string holding one.
-    Other keys are left alone.
+    ``messages`` is a non-empty list; each message is an object with a known
+    ``role``; ``content``, ``reasoning``, ``reasoning_content`` and ``name`` are
+    strings (or null); ``tool_calls`` is a list of ``{"name", "arguments"}`` (or
+    OpenAI-style ``{"function": {...}}``) with arguments an object or a string
+    holding one, and the function and argument names ones a tool-call format can
+    write (non-empty, printable, no ``<``, ``>`` or surrounding spaces). Other
+    keys are left alone.
 
     Raises:
       DataError: ``where: field 'messages[i]...' ...``.
     """
-    if not isinstance(messages, list):
+    if not isinstance(messages, list) or not messages:
+        got = "an empty list" if messages == [] else json_type(messages)
         raise DataError(
-            f"{where}: field '{label}' must be a list, got {json_type(messages)}"
+            f"{where}: field '{label}' must be a non-empty list of messages, got {got}"
         )
     for i, m in enumerate(messages):
         at = f"{label}[{i}]"
@@ -232,17 +243,41 @@ def _check_tool_call(c: Any, where: str, label: str) -> None:
     if "function" in fn:
         label += ".function"
         fn = _object(fn["function"], where, label)
-    field(fn, "name", where, str, label=f"{label}.name")
+    _tool_name(fn, where, f"{label}.name")
     args = field(
         fn, "arguments", where, (dict, str), default={}, label=f"{label}.arguments"
     )
     if isinstance(args, str):
-        value = parse_line(args, f"{where}: field '{label}.arguments'")
-        if not isinstance(value, dict):
+        args = parse_line(args, f"{where}: field '{label}.arguments'")
+        if not isinstance(args, dict):
             raise DataError(
                 f"{where}: field '{label}.arguments' must be an object or a string "
-                f"holding one, got a string holding {json_type(value)}"
+                f"holding one, got a string holding {json_type(args)}"
             )
+    for key in args:
+        if not isinstance(key, str) or not _writable_name(key):
+            raise DataError(
+                f"{where}: field '{label}.arguments' has the key {_shown(key)}, "
+                "which is not a parameter name (non-empty, printable, no < > or "
+                "surrounding spaces)"
+            )
+
+
+def _tool_name(obj: Mapping[str, Any], where: str, label: str) -> str:
+    """``obj["name"]``, a name a tool-call format can write."""
+    name = field(obj, "name", where, str, label=label)
+    if not _writable_name(name):
+        raise DataError(
+            f"{where}: field '{label}' must be a tool name (non-empty, printable, "
+            f"no < > or surrounding spaces), got {_shown(name)}"
+        )
+    return name
+
+
+def _shown(value: Any) -> str:
+    """``value`` quoted, cut to 40 characters, control characters escaped."""
+    text = repr(value)
+    return shown(text if len(text) <= 40 else text[:37] + "...")
 
 
 def _plain_message(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,10 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from hat_jax.models import hf_check
+
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
+MOE_IMPLS = ("dense", "topk")
 
 # HF config.json model_type -> our family name (each family is one models/*.py file).
 MODEL_TYPES = {
@@ -109,15 +112,21 @@ class ModelConfig:
         """Builds a config from a parsed HF `config.json` dict.
 
         A multimodal config (Qwen3.5's `qwen3_5_moe`) yields its `text_config`.
+
+        Raises:
+          ValueError: naming each key whose value no model can use
+            (`hat_jax.models.hf_check`).
         """
         hf = _text_part(hf)
         model_type = hf.get("model_type")
-        if model_type not in MODEL_TYPES:
+        if not _one_of(model_type, MODEL_TYPES):
             raise ValueError(
                 f"unsupported model_type {model_type!r}; "
                 f"supported: {sorted(MODEL_TYPES)}"
             )
         hf = {_ALIASES.get(k, k): v for k, v in hf.items()}
+        hf_check.check_sizes(hf)
+        hf_check.check_numbers(hf)
         hf = _HF_DEFAULTS.get(model_type, dict)(hf)
         heads = hf["num_attention_heads"]
         rope = dict(hf.get("rope_parameters") or {})
@@ -147,6 +156,9 @@ class ModelConfig:
         )
         if isinstance(kw.get("eos_token_id"), list):
             kw["eos_token_id"] = tuple(kw["eos_token_id"])
+        hf_check.check_model(
+            kw, MODEL_TYPES[model_type], head_dim_given=bool(hf.get("head_dim"))
+        )
         kw.update(overrides)
         return cls(**kw)
 
@@ -190,6 +202,47 @@ class ModelConfig:
         out["rope_theta"] = self.rope_theta
         out["torch_dtype"] = self.param_dtype
         return out
+
+
+def _one_of(value: object, allowed) -> bool:
+    return isinstance(value, str) and value in allowed
+
+
+def config_from_fields(fields: dict[str, Any]) -> ModelConfig:
+    """A ModelConfig from its field values (a run's `cfg.model`), checked as
+    `from_hf` checks a file.
+
+    Raises:
+      ValueError: naming each unknown, missing or unusable key.
+    """
+    names = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    bad = [f"unknown key {k!r}" for k in sorted(set(fields) - set(names))]
+    need = [n for n, f in names.items() if f.default is dataclasses.MISSING]
+    bad += [f"missing key {k!r}" for k in need if k not in fields]
+    if not _one_of(fields.get("model_type"), MODEL_TYPES):
+        bad.append(
+            f"model_type: expected one of {sorted(MODEL_TYPES)}, "
+            f"got {fields.get('model_type')!r}"
+        )
+    for key, allowed in (
+        ("param_dtype", DTYPES),
+        ("dtype", DTYPES),
+        ("moe_impl", MOE_IMPLS),
+    ):
+        if key in fields and not _one_of(fields[key], allowed):
+            bad.append(f"{key}: expected one of {sorted(allowed)}, got {fields[key]!r}")
+    if bad:
+        raise ValueError("; ".join(bad))
+    plain = {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+    scaling = fields.get("rope_scaling")  # (key, value) pairs, as a ModelConfig has
+    if isinstance(scaling, list | tuple):
+        if not all(isinstance(p, list | tuple) and len(p) == 2 for p in scaling):
+            raise ValueError("rope_scaling: expected (key, value) pairs or null")
+        plain["rope_scaling"] = dict(scaling)
+    hf_check.check_sizes(plain)
+    hf_check.check_numbers(plain)
+    hf_check.check_model(fields, MODEL_TYPES[fields["model_type"]], head_dim_given=True)
+    return ModelConfig(**fields)
 
 
 # Names some configs use for our fields (transformers' attribute_map).
@@ -279,3 +332,5 @@ def load_config(path: str | Path, **overrides) -> ModelConfig:
         raise ValueError(f"{p}: missing key {e}") from None
     except (TypeError, AttributeError) as e:  # a field of the wrong type
         raise ValueError(f"{p}: a field has the wrong type ({e})") from None
+    except ValueError as e:  # hf_check's, or an unsupported model_type
+        raise ValueError(f"{p}: {e}") from None

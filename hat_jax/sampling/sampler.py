@@ -40,6 +40,27 @@ class SamplingParams:
     stop_strings: tuple[str, ...] = ()
     seed: int = 0
 
+    def __post_init__(self):
+        def bad(what: str, v) -> ValueError:
+            return ValueError(f"SamplingParams: {what}, got {v!r}")
+
+        ints = {"max_new_tokens": self.max_new_tokens, "top_k": self.top_k}
+        for name, v in {**ints, "seed": self.seed}.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise bad(f"{name} must be an integer", v)
+        if not 1 <= self.max_new_tokens <= 2**20:
+            raise bad("max_new_tokens must be 1..1048576", self.max_new_tokens)
+        if self.top_k < 0:
+            raise bad("top_k must be >= 0 (0: off)", self.top_k)
+        if not 0 <= self.seed < 2**63:
+            raise bad("seed must be 0..2**63-1", self.seed)
+        if not (np.isfinite(self.temperature) and self.temperature >= 0):
+            raise bad(
+                "temperature must be finite and >= 0 (0: greedy)", self.temperature
+            )
+        if not (np.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise bad("top_p must be in (0, 1] (1: off)", self.top_p)
+
 
 @struct.dataclass
 class DecodeState:

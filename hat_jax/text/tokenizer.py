@@ -7,12 +7,53 @@ Saved as `tokenizer.json` + `tokenizer_config.json`, the pair transformers'
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import tokenizers
 
+from hat_jax.jsonl import json_type, read_json
+from hat_jax.printable import shown
+
 # Tokens that end an assistant turn in the chat formats we render.
 TURN_END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+# The largest token id we load: ids are int32 on device, and vocab_size (the
+# largest id + 1) must be one too.
+MAX_ID = 2**31 - 2
+SPECIAL_KEYS = ("bos_token", "eos_token", "pad_token")
+
+
+def _check_regular(path: Path) -> None:
+    """Refuses a missing path, or a fifo, device or folder (reading one blocks)."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise ValueError(f"{path}: not a regular file (a fifo, device or folder)")
+
+
+def _read_config(path: Path) -> dict:
+    """`tokenizer_config.json` as a dict ({} when absent), its fields checked."""
+    if not path.exists():
+        return {}
+    _check_regular(path)
+    conf = read_json(path)
+    if not isinstance(conf, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {json_type(conf)}")
+    for key in SPECIAL_KEYS:
+        v = conf.get(key)
+        v = v.get("content") if isinstance(v, dict) else v
+        if v is not None and not isinstance(v, str):
+            raise ValueError(
+                f"{path}: {key} must be a string, an object with a 'content' "
+                f"string, or null; got {json_type(v)}"
+            )
+    tpl = conf.get("chat_template")
+    if tpl is not None and not isinstance(tpl, str | list):
+        raise ValueError(
+            f"{path}: chat_template must be a string or a list of named templates, "
+            f"got {json_type(tpl)}"
+        )
+    return conf
 
 
 class Tokenizer:
@@ -34,10 +75,27 @@ class Tokenizer:
     # ------------------------------------------------------------------ io
     @classmethod
     def from_folder(cls, folder: str | Path) -> Tokenizer:
+        """Reads `tokenizer.json` (+ `tokenizer_config.json`, `chat_template.jinja`).
+
+        Raises:
+          ValueError: `path: ...` for a file that is not a regular file, not a
+            tokenizer, holds a token id past `MAX_ID`, or a config of the wrong
+            shape.
+        """
         folder = Path(folder)
-        backend = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
-        conf_path = folder / "tokenizer_config.json"
-        conf = json.loads(conf_path.read_text()) if conf_path.exists() else {}
+        path = folder / "tokenizer.json"
+        _check_regular(path)
+        try:
+            backend = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a bare Exception for a bad file
+            raise ValueError(f"{path}: not a readable tokenizer ({shown(e)})") from None
+        top = max(backend.get_vocab(with_added_tokens=True).values(), default=-1)
+        if top > MAX_ID:
+            raise ValueError(
+                f"{path}: token id {top} is out of range (ids must be <= {MAX_ID}, "
+                "int32 on device)"
+            )
+        conf = _read_config(folder / "tokenizer_config.json")
 
         def tok(key):
             v = conf.get(key)
@@ -46,7 +104,8 @@ class Tokenizer:
         template = conf.get("chat_template")
         tpl_file = folder / "chat_template.jinja"
         if template is None and tpl_file.exists():
-            template = tpl_file.read_text()
+            _check_regular(tpl_file)
+            template = tpl_file.read_text(encoding="utf-8", errors="replace")
         return cls(
             backend,
             bos_token=tok("bos_token"),

@@ -14,7 +14,6 @@ for `init_state(..., trainable=...)`; everything else is carried frozen.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jax
@@ -24,6 +23,7 @@ from flax import nnx
 from hat_jax import assets
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.models import CausalLM, ModelConfig, build_model
+from hat_jax.models.config import config_from_fields
 from hat_jax.models.lora import LoRAConfig, LoRAParam, apply_lora, has_lora, merge_lora
 from hat_jax.text.tokenizer import Tokenizer
 
@@ -77,18 +77,36 @@ def check_vocab(tokenizer: Tokenizer, vocab_size: int) -> None:
 
 
 def load_workdir_config(workdir: str | Path) -> ml_collections.ConfigDict:
-    """The `config.json` a run wrote into its workdir."""
+    """The `config.json` a run wrote into its workdir.
+
+    Raises:
+      RunConfigError: `path:line: ...` when it is not a JSON object, or its
+        `model` / `optim` groups are not objects.
+    """
+    from hat_jax.train.workdir import RunConfigError, read_run_config
+
     path = Path(workdir) / "config.json"
-    return ml_collections.ConfigDict(json.loads(path.read_text()))
+    record = read_run_config(path)
+    for group in ("model", "optim"):
+        if not isinstance(record.get(group), dict):
+            raise RunConfigError(f"{path}: expected an object {group!r}")
+    return ml_collections.ConfigDict(record)
 
 
 def model_config(cfg: ml_collections.ConfigDict) -> ModelConfig:
     """`cfg.model` (HF field names) as a ModelConfig: float32 params, and the
-    matmuls in `cfg.compute_dtype` (bf16 compute keeps fp32 master weights)."""
+    matmuls in `cfg.compute_dtype` (bf16 compute keeps fp32 master weights).
+
+    Raises:
+      ValueError: `model: ...` naming each unknown, missing or unusable key.
+    """
     fields = {k: _tuples(v) for k, v in cfg.model.to_dict().items()}
     fields["param_dtype"] = "float32"
     fields["dtype"] = cfg.get("compute_dtype", fields.get("dtype", "float32"))
-    return ModelConfig(**fields)
+    try:
+        return config_from_fields(fields)
+    except ValueError as e:
+        raise ValueError(f"model: {e}") from None
 
 
 def _tuples(v):
@@ -176,7 +194,10 @@ def model_from_workdir(
 
     workdir = Path(workdir)
     prev = load_workdir_config(workdir)
-    mcfg = model_config(prev).replace(dtype=dtype)
+    try:
+        mcfg = model_config(prev).replace(dtype=dtype)
+    except ValueError as e:
+        raise ValueError(f"{workdir / 'config.json'}: {e}") from None
     model = nnx.eval_shape(lambda: add_adapters(prev, build_model(mcfg)))
     graphdef, template = init_state(
         model,

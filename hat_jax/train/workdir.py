@@ -1,7 +1,8 @@
 """Before a stage trains: its config checked, its workdir's record kept.
 
 `check_config(cfg)` refuses sizes no run can use (a step count, batch size or
-sequence length below 1, ...) before any work, naming each key and value.
+sequence length below 1 or past a sane cap, a sequence longer than the model's
+positions, ...) before any work, naming each key and value.
 
 `open_run(workdir, record)` guards a resume. A workdir that holds a checkpoint
 belongs to the config in its `config.json`: a rerun whose record differs in a
@@ -32,7 +33,7 @@ from typing import Any
 
 import ml_collections
 
-from hat_jax.jsonl import write_text_atomic
+from hat_jax.jsonl import DataError, json_type, read_json, write_text_atomic
 
 __all__ = [
     "QUIET_KEYS",
@@ -43,6 +44,7 @@ __all__ = [
     "check_config",
     "config_diff",
     "open_run",
+    "read_run_config",
     "restore_latest",
 ]
 
@@ -99,6 +101,30 @@ MINIMUM = {
     "eval.every": 0,
     "eval.max_new_tokens": 1,
 }
+COUNT_MAX = 2**31 - 1  # steps and counts: optax and the data order count in int32
+# key -> the largest value it may take (else COUNT_MAX): the sizes that allocate.
+MAXIMUM = {
+    "batch_size": 1 << 16,
+    "seq_len": 1 << 20,
+    "grad_accum": 1 << 16,
+    "loss_chunk": 1 << 20,
+    "lora.rank": 1 << 16,
+    "data.max_prompt_tokens": 1 << 20,
+    "sampling.max_new_tokens": 1 << 20,
+    "rollout.tasks": 1 << 16,
+    "rollout.group": 1 << 16,
+    "rollout.n_cases": 1 << 20,
+    "rollout.max_new_tokens": 1 << 20,
+    "rl.max_len": 1 << 20,
+    "rl.micro_batch": 1 << 16,
+    "eval.n_cases": 1 << 20,
+    "eval.max_new_tokens": 1 << 20,
+    "train.decision_rows": 1 << 20,
+}
+TOKENS_PER_STEP = 1 << 27  # batch_size * seq_len: one step's batch on the host
+# Sequence lengths a model from scratch must hold (its max_position_embeddings).
+LENGTH_KEYS = ("seq_len", "rl.max_len")
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 # A model built from scratch (init_from "") needs these >= 1.
 MODEL_MINIMUM = (
     "vocab_size",
@@ -114,6 +140,15 @@ NON_NEGATIVE_FLOATS = (
     "optim.clip_norm",
     "optim.end_lr_frac",
 )
+
+
+# Adam's moment decays live in [0, 1); its epsilon and the end fraction of the
+# schedule in (0, 1] / [0, 1] (optax accepts anything and trains on nonsense).
+UNIT_FLOATS = {
+    "optim.b1": (0.0, 1.0, "[0, 1)"),
+    "optim.b2": (0.0, 1.0, "[0, 1)"),
+    "optim.eps": (0.0, 1.0, "(0, 1)"),
+}
 
 
 class RunConfigError(ValueError):
@@ -133,38 +168,108 @@ def _lookup(cfg: Mapping, key: str) -> tuple[bool, Any]:
     return True, node
 
 
-def check_config(cfg: ml_collections.ConfigDict) -> None:
-    """Refuses sizes below their minimum (`MINIMUM`) before any work.
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
-    Only keys the config has are checked, so one table serves every stage.
+
+def check_config(cfg: ml_collections.ConfigDict) -> None:
+    """Refuses sizes outside their bounds (`MINIMUM`, `MAXIMUM`) before any work.
+
+    Only keys the config has are checked, so one table serves every stage. A
+    model built from scratch (`init_from` "") is checked as a `config.json` is
+    (`hat_jax.models.hf_check`), and sequence lengths against its
+    `max_position_embeddings`.
 
     Raises:
       RunConfigError: naming every bad key with its value and its bound.
     """
     d = cfg.to_dict()
     bounds = dict(MINIMUM)
-    if not str(d.get("init_from") or ""):
+    scratch = not str(d.get("init_from") or "")
+    if scratch:
         bounds |= {f"model.{k}": 1 for k in MODEL_MINIMUM}
     bad = []
     for key, least in bounds.items():
         found, v = _lookup(d, key)
         if not found or v is None:
             continue
+        most = MAXIMUM.get(key, COUNT_MAX)
         if isinstance(v, bool) or not isinstance(v, int):
-            bad.append(f"{key}={v!r} (must be an integer >= {least})")
+            bad.append(f"{key}={_short(v)} (must be an integer >= {least})")
         elif v < least:
-            bad.append(f"{key}={v} (must be >= {least})")
+            bad.append(f"{key}={_short(v)} (must be >= {least})")
+        elif v > most:
+            bad.append(f"{key}={_short(v)} (must be <= {most})")
     for key in NON_NEGATIVE_FLOATS:
         found, v = _lookup(d, key)
         if found and v is not None:
             if not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-                bad.append(f"{key}={v!r} (must be a finite number >= 0)")
-    found_b, b = _lookup(d, "batch_size")
-    found_a, a = _lookup(d, "grad_accum")
-    if found_a and found_b and not bad and b % a:
-        bad.append(f"batch_size={b} is not divisible by grad_accum={a}")
+                bad.append(f"{key}={_short(v)} (must be a finite number >= 0)")
+    for key, (low, high, shown_range) in UNIT_FLOATS.items():
+        found, v = _lookup(d, key)
+        if not found or v is None:
+            continue
+        ok = isinstance(v, int | float) and not isinstance(v, bool)
+        ok = ok and math.isfinite(v) and low <= v < high
+        if not ok or (key == "optim.eps" and v == 0):
+            bad.append(f"{key}={_short(v)} (must be in {shown_range})")
+    dtype = d.get("compute_dtype")
+    if dtype is not None and dtype not in COMPUTE_DTYPES:
+        bad.append(f"compute_dtype={dtype!r} (must be one of {list(COMPUTE_DTYPES)})")
+    if not bad:
+        bad += _combined_problems(d, scratch)
     if bad:
         raise RunConfigError("config error: " + "; ".join(bad))
+
+
+def _combined_problems(d: dict[str, Any], scratch: bool) -> list[str]:
+    """What the single bounds pass: divisibility, tokens per step, the model."""
+    bad = []
+    found_b, b = _lookup(d, "batch_size")
+    found_a, a = _lookup(d, "grad_accum")
+    if found_a and found_b and b % a:
+        bad.append(f"batch_size={b} is not divisible by grad_accum={a}")
+    found_s, t = _lookup(d, "seq_len")
+    if found_b and found_s and b * t > TOKENS_PER_STEP:
+        bad.append(
+            f"batch_size * seq_len = {b} * {t} tokens per step (must be <= "
+            f"{TOKENS_PER_STEP})"
+        )
+    model = d.get("model")
+    if not scratch or not isinstance(model, Mapping):
+        return bad
+    from hat_jax.models.config import config_from_fields
+
+    try:
+        config_from_fields(dict(model))
+    except ValueError as e:
+        return [*bad, f"model: {e}"]
+    most = model.get("max_position_embeddings", 4096)
+    for key in LENGTH_KEYS:
+        found, v = _lookup(d, key)
+        if found and v is not None and v > most:
+            bad.append(f"{key}={v} is longer than model.max_position_embeddings={most}")
+    return bad
+
+
+def read_run_config(path: str | Path) -> dict[str, Any]:
+    """A workdir's `config.json`: a JSON object read from a regular file.
+
+    Raises:
+      RunConfigError: `path:line: ...` for a file that is not JSON, `path: ...`
+        for one that is not a regular file or holds no object.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise RunConfigError(f"{path}: not a regular file (a fifo, device or folder)")
+    try:
+        value = read_json(path)
+    except DataError as e:
+        raise RunConfigError(str(e)) from None
+    if not isinstance(value, dict):
+        raise RunConfigError(f"{path}: expected a JSON object, got {json_type(value)}")
+    return value
 
 
 def _flatten(d: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -255,7 +360,8 @@ def open_run(
       workdir: the run folder; nothing in it is written here unless `fresh`.
       record: the stage's new config.json contents (config, model, data stats).
       fresh: delete the earlier run's outputs (`OUTPUTS`: ckpt/, tb/, eval/,
-        metrics.jsonl, config.json) and start over; other files stay.
+        metrics.jsonl, config.json) and start over; other files stay, and an
+        output that is a symlink loses the link only, never what it points to.
       allow_config_change: resume despite refused differences (recorded).
 
     Returns:
@@ -263,15 +369,24 @@ def open_run(
 
     Raises:
       ConfigChangeError: a refused difference, naming each key's old and new value.
+      RunConfigError: a `config.json` beside a checkpoint that cannot be read.
     """
     workdir = Path(workdir)
     if fresh:
         for name in OUTPUTS:
             p = workdir / name
-            if p.is_dir():
+            if p.is_symlink():  # the link goes; what it points to is not ours
+                p.unlink()
+            elif p.is_dir():
                 shutil.rmtree(p)
             elif p.exists():
                 p.unlink()
+    links = [name for name in OUTPUTS if (workdir / name).is_symlink()]
+    if links:  # a run writes its outputs inside its workdir, never through a link
+        raise RunConfigError(
+            f"{workdir}: {', '.join(links)} is a symbolic link; a run writes only "
+            "inside its workdir (--fresh removes the link, not its target)"
+        )
     steps = saved_steps(workdir)
     path = workdir / "config.json"
     if not steps:
@@ -283,7 +398,15 @@ def open_run(
             file=sys.stderr,
         )
         return RunRecord(workdir, record, {})
-    diff = config_diff(json.loads(path.read_text(encoding="utf-8")), record)
+    try:
+        old = read_run_config(path)
+    except RunConfigError as e:
+        raise RunConfigError(
+            f"{e}; {workdir} holds a checkpoint (step {steps[-1]}) whose record "
+            "cannot be read. Use --fresh to delete its checkpoints and metrics and "
+            "start over, or another --workdir."
+        ) from None
+    diff = config_diff(old, record)
     refused = {k: c for k, c in diff.items() if k not in QUIET_KEYS | RECORDED_KEYS}
     if refused and not allow_config_change:
         raise ConfigChangeError(

@@ -15,7 +15,10 @@ import collections
 from collections.abc import Sequence
 
 from hat_jax.eval.stats import case_mean_ci, error_reduction
+from hat_jax.jsonl import DataError
+from hat_jax.printable import shown
 from paper import reported
+from paper.checks import label
 from paper.render import MISSING, Table, ci, count, level, paper_cell
 from paper.results import Run, Stat, Sweep
 from paper.tables.registry import register, skipped_note
@@ -29,16 +32,30 @@ PAPER = {
 }
 
 
-def errors(records: Sequence[dict]) -> tuple[str, list[float], list[float]]:
+def errors(
+    records: Sequence[dict], where: str = "edit records"
+) -> tuple[str, list[float], list[float]]:
     """(measure, errors before, errors after) per complete question, in
-    question order; the measure is "success" when every record holds it."""
+    question order; the measure is "success" when every record holds it.
+
+    Raises:
+      DataError: a scored record without a ``question`` tag or whose ``edit``
+        tag is not one of ``SIDES``.
+    """
     measure = "success"
     if not records or not all(measure in r["scores"] for r in records):
         measure = "accuracy"
     pairs: dict[str, dict[str, float]] = collections.defaultdict(dict)
     for r in records:
         if measure in r["scores"]:
-            pairs[r["tags"]["question"]][r["tags"]["edit"]] = 1.0 - r["scores"][measure]
+            q, side = r["tags"].get("question"), r["tags"].get("edit")
+            if q is None or side not in SIDES:
+                raise DataError(
+                    f"{where}: record '{label(r['id'])}': expected tags 'question' and "
+                    f"'edit' (one of {', '.join(SIDES)}), got {label(q)} and "
+                    f"{label(side)}"
+                )
+            pairs[str(q)][side] = 1.0 - r["scores"][measure]
     full = [q for q in sorted(pairs) if len(pairs[q]) == len(SIDES)]
     return (
         measure,
@@ -53,12 +70,10 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
     if recs is None:
         has = "success" in ((run.suite(SUITE) or {}).get("metrics") or {})
         label = f"1 − {'success' if has else 'accuracy'} (summary)"
-        get = [
-            Stat.from_summary(run.extra(SUITE, "error", k))
-            for k in (*SIDES, "reduction")
-        ]
+        get = [run.extra_stat(SUITE, "error", k) for k in (*SIDES, "reduction")]
         return (label, *get) if run.suite(SUITE) else (MISSING, None, None, None)
-    measure, before, after = errors(recs)
+    where = shown(run.path / "eval" / SUITE / "records.jsonl")
+    measure, before, after = errors(recs, where)
     if not before:
         return f"1 − {measure}", None, None, None
     red = error_reduction(before, after)["reduction"]

@@ -16,11 +16,13 @@ any replay the table shows "–" rows.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+from typing import Any
 
-from hat_jax.jsonl import read_json
+from hat_jax.jsonl import DataError, field, parse_line, read_json
+from hat_jax.printable import shown
+from paper.checks import NONE, count, expect_object, label, number, objects, to_float
 from paper.render import MISSING, RULE, Table
 from paper.results import Run, Sweep
 from paper.tables.registry import register, skipped_note
@@ -33,6 +35,16 @@ HEADS = {
     "standalone": "standalone head (fitted on HAT)",
 }
 OFF = "mtp_off"
+MAX_HEADER = 1 << 20  # bytes of the trace's header line
+# replay summary key -> its sub-keys (none: a number), each a number or null
+SUMMARY = {
+    "latency_s": ("p50", "p95", "p99"),
+    "share_under_15s": (),
+    "ttft_s": ("p50",),
+    "decode_tok_s": (),
+    "mtp_acceptance_rate": (),
+    "mtp_mean_accepted_length": (),
+}
 LEVELS = (1, 4, 8)  # the rows shown when there is no replay
 # The paper's figures (PAPER.md, latency): label, concurrency, then the columns
 # P50, P95, P99, share < 15 s (%), TTFT P50, decode tok/s, acceptance, mean
@@ -75,6 +87,35 @@ def replay_folder(run: Run) -> Path | None:
     return next((p for p in candidates if p is not None and p.is_dir()), None)
 
 
+def check_replay(result: Any, path: Path) -> dict:
+    """A ``replay.json`` as the table reads it (``SUMMARY`` numbers or null).
+
+    Raises:
+      DataError: ``path: field 'runs[i].summary.KEY' must be ...``.
+    """
+    where = shown(path)
+    expect_object(result, where, "a JSON object {'runs': [...], 'options'}")
+    runs = field(result, "runs", where, list)
+    for i, r in enumerate(runs):
+        name = f"runs[{i}]"
+        expect_object(r, where, f"{name} to be an object")
+        c = field(r, "concurrency", where, int, label=f"{name}.concurrency")
+        if c < 1:
+            raise DataError(f"{where}: field '{name}.concurrency' must be >= 1")
+        summary = field(r, "summary", where, dict, label=f"{name}.summary")
+        for key, subs in SUMMARY.items():
+            at = f"{name}.summary.{key}"
+            if not subs:
+                number(summary, key, where, at)
+                continue
+            block = field(summary, key, where, dict, label=at)
+            for sub in subs:
+                number(block, sub, where, f"{at}.{sub}")
+    options = field(result, "options", where, (dict, NONE), default=None) or {}
+    count(options, "mtp_k", where, "options.mtp_k")
+    return result
+
+
 def read_replays(folder: Path | None) -> tuple[dict[str, dict[int, dict]], dict]:
     """(head -> concurrency -> the replay summary, head -> drafts per step),
     for the heads in ``HEADS``."""
@@ -83,18 +124,29 @@ def read_replays(folder: Path | None) -> tuple[dict[str, dict[int, dict]], dict]
     for head in HEADS:
         path = None if folder is None else folder / head / "replay.json"
         if path is not None and path.exists():
-            result = read_json(path)
+            result = check_replay(read_json(path), path)
             out[head] = {int(r["concurrency"]): r["summary"] for r in result["runs"]}
             drafts[head] = int((result.get("options") or {}).get("mtp_k") or 0)
     return out, drafts
 
 
 def _trace_header(folder: Path | None) -> dict:
+    """The trace's first line: ``n_messages``, ``arrivals``, ``rooms``, ``rate``."""
     path = None if folder is None else folder / "trace.jsonl"
     if path is None or not path.exists():
         return {}
-    with path.open(encoding="utf-8") as f:
-        return json.loads(f.readline())
+    where = f"{shown(path)}:1"
+    with path.open("rb") as f:
+        line = f.readline(MAX_HEADER + 1)
+    if len(line) > MAX_HEADER:
+        raise DataError(f"{where}: header line longer than {MAX_HEADER} bytes")
+    h = expect_object(parse_line(line, where), where, "a JSON object (the header)")
+    for key in ("n_messages", "rooms"):
+        field(h, key, where, int)
+    field(h, "arrivals", where, str)
+    if to_float(field(h, "rate", where, float), where, "rate") is None:
+        raise DataError(f"{where}: field 'rate' must be a number")
+    return {**h, "arrivals": shown(h["arrivals"])}
 
 
 def _head_status(folder: Path | None) -> dict[str, str]:
@@ -102,26 +154,31 @@ def _head_status(folder: Path | None) -> dict[str, str]:
     path = None if folder is None else folder / "config.json"
     if path is None or not path.exists():
         return {}
-    heads = read_json(path).get("heads") or {}
-    return {k: str(v.get("status", "")) for k, v in heads.items()}
+    where = shown(path)
+    config = expect_object(read_json(path), where, "a JSON object")
+    heads = objects(config, "heads", where, "heads")
+    for k, v in heads.items():
+        field(v, "status", where, str, default="", label=label("heads", k, "status"))
+    return {k: shown(v.get("status", "")) for k, v in heads.items()}
 
 
-def _row(label: str, c: int, s: dict, off: dict | None) -> list[str]:
+def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
     lat, acc = s["latency_s"], s.get("mtp_acceptance_rate")
-    speed = None
+    speed, tok = None, s.get("decode_tok_s")
     if off is not None and s is not off:
         base = off.get("decode_tok_s")
-        if base and not math.isnan(base) and not math.isnan(s["decode_tok_s"]):
-            speed = s["decode_tok_s"] / base
+        if base and tok is not None and not math.isnan(base) and not math.isnan(tok):
+            speed = tok / base
+    share = s.get("share_under_15s")
     return [
-        label,
+        name,
         str(c),
-        _num(lat["p50"], "{:.3f}"),
-        _num(lat["p95"], "{:.3f}"),
-        _num(lat["p99"], "{:.3f}"),
-        _num(100 * s["share_under_15s"], "{:.1f}"),
-        _num(s["ttft_s"]["p50"], "{:.3f}"),
-        _num(s["decode_tok_s"], "{:.1f}"),
+        _num(lat.get("p50"), "{:.3f}"),
+        _num(lat.get("p95"), "{:.3f}"),
+        _num(lat.get("p99"), "{:.3f}"),
+        _num(None if share is None else 100 * share, "{:.1f}"),
+        _num(s["ttft_s"].get("p50"), "{:.3f}"),
+        _num(tok, "{:.1f}"),
         _num(acc, "{:.3f}"),
         _num(s.get("mtp_mean_accepted_length"), "{:.2f}"),
         _num(speed, "{:.2f}×"),
@@ -131,9 +188,9 @@ def _row(label: str, c: int, s: dict, off: dict | None) -> list[str]:
 def _paper_rows() -> list[list[str]]:
     fmts = ("{:.3f}", "{:.3f}", "{:.3f}", "{:.1f}", "{:.3f}", "{:.1f}", "{:.3f}")
     rows = []
-    for label, c, *vals in PAPER:
+    for name, c, *vals in PAPER:
         cells = [_num(v, f) for v, f in zip(vals, fmts + ("{:.2f}", "{:.2f}×"))]
-        rows.append([label, MISSING if c is None else str(c), *cells])
+        rows.append([name, MISSING if c is None else str(c), *cells])
     return rows
 
 

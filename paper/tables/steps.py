@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hat_jax.jsonl import read_json
 from hat_jax.train.metrics import read_metrics
+from paper.checks import check_done, check_metric_rows
 from paper.render import MISSING, RULE, Table
 from paper.results import Run, Sweep, load_run
 from paper.tables.registry import register
@@ -62,11 +63,11 @@ class StepFolder:
 
     def metrics(self) -> list[dict]:
         path = self.path / "metrics.jsonl"
-        return read_metrics(path) if path.exists() else []
+        return check_metric_rows(read_metrics(path), path) if path.exists() else []
 
 
-def _read(path: Path) -> dict | None:
-    return read_json(path) if path.exists() else None
+def _read_done(path: Path) -> dict | None:
+    return check_done(read_json(path), path) if path.exists() else None
 
 
 def all_runs(sweep: Sweep) -> list[Run]:
@@ -87,7 +88,7 @@ def sweep_steps(sweep: Sweep) -> list[StepFolder]:
             if key in found:
                 found[key].runs.append(run.name)
                 continue
-            done = _read(path / DONE)
+            done = _read_done(path / DONE)
             spec = (done or {}).get("spec") or specs.get(name) or {}
             found[key] = StepFolder(name, path, [run.name], done, spec)
     return list(found.values())

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from augment import Mapping, all_ops
 from augment.diversity import measure
 from hat_jax.cli.main import main
@@ -38,8 +40,10 @@ def test_cli_family_and_listing(tmp_path, capsys):
     assert main(["augment", "--list-ops"]) == 0
     listing = capsys.readouterr().out
     assert all(name in listing for name in all_ops())
-    assert main(["augment", "taolive_v1", "--ops", "bogus", "--out", str(out)]) == 1
-    assert "spec op 1 ('bogus')" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # a usage error, before any work
+        main(["augment", "taolive_v1", "--ops", "bogus", "--out", str(out)])
+    assert e.value.code == 2
+    assert "argument --ops: spec op 1 ('bogus')" in capsys.readouterr().err
 
 
 def test_diversity_floors(harnesses):

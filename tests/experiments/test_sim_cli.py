@@ -70,7 +70,8 @@ def test_invalid_augmentations_are_counted_and_kept_as_gold():
     assert all(t.meta["hsa"]["problems"] for t in trajs)
 
 
-def test_bad_arguments_fail_cleanly(tmp_path):
+def test_bad_arguments_fail_cleanly(tmp_path, capsys):
     out = str(tmp_path / "x.jsonl")
-    with pytest.raises(ValueError, match="--n"):
+    with pytest.raises(SystemExit) as e:
         main(["generate", "--harness", "taolive_v1", "--n", "0", "--out", out])
+    assert e.value.code == 2 and "argument --n" in capsys.readouterr().err

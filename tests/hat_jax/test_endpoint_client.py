@@ -397,3 +397,97 @@ def test_a_server_echoing_the_key_does_not_get_it_printed(code):
         with pytest.raises(PolicyError) as e:
             client.post_json("completions", {})
     assert "sk-echo" not in str(e.value) and "<api key>" in str(e.value)
+
+
+# ------------------------------------------------------------ hostile replies
+def logprobs(raw: bytes) -> bytes:
+    """A completion whose token_logprobs list is ``raw``, as JSON text."""
+    return b'{"choices": [{"text": "ok", "logprobs": {"token_logprobs": %s}}]}' % raw
+
+
+ID_RANGE = r"not a token id in \[0, 2\*\*31\)"
+
+
+@pytest.mark.parametrize(
+    "reply, field",
+    [
+        (logprobs(b"[NaN]"), r"token_logprobs\[0\] is NaN, not a finite number"),
+        (logprobs(b"[-1, -Infinity]"), r"token_logprobs\[1\] is -Infinity, not a"),
+        (logprobs(b"[-1e999]"), r"token_logprobs\[0\] is -Infinity"),
+        (logprobs(b"[-1" + b"0" * 400 + b"]"), r"\[0\] is -10000.*not a finite"),
+        (choice(token_ids=[1, -1]), r"token_ids\[1\] is -1, " + ID_RANGE),
+        (choice(token_ids=[2**31]), r"token_ids\[0\] is 2147483648, " + ID_RANGE),
+        ({**choice(), "prompt_token_ids": [0, 10**30]}, r"prompt_token_ids\[1\] is"),
+        (choice(token_ids=[True]), r"token_ids is \[true\], not a list of ints"),
+        (b'{"choices": [{"text": "ok\\ud800"}]}',
+         r"choices\[0\]\.text holds a lone surrogate U\+D800 at character 2"),
+        (b'{"choices": [{"text": "ok", "finish_reason": "\\udfff"}]}',
+         r"finish_reason holds a lone surrogate U\+DFFF"),
+    ],
+)  # fmt: skip
+def test_hostile_completions_are_policy_errors_naming_the_field(reply, field):
+    with Local(answer(reply)) as server:
+        with pytest.raises(PolicyError, match=field) as e:
+            OpenAIPolicy(server.url, "m").generate(CONV)
+    str(e.value).encode("utf-8")  # the message itself prints anywhere
+    assert len(server.requests) == 1
+
+
+def test_a_paired_surrogate_escape_is_text():
+    reply = b'{"choices": [{"text": "ok \\ud83d\\ude00", "token_ids": [0, 5]}]}'
+    with Local(answer(reply)) as server:
+        (out,) = OpenAIPolicy(server.url, "m").generate(CONV)
+    assert out.text == "ok \U0001f600" and out.tokens == [0, 5]
+
+
+def test_hostile_chat_models_and_stream_text():
+    with pytest.raises(PolicyError, match=r"message\.content holds a lone surrogate"):
+        parse_chat({"choices": [{"message": {"content": "a\ud800"}}]}, "POST x")
+    with pytest.raises(PolicyError, match=r"data\[0\]\.id holds a lone surrogate"):
+        parse_models({"data": [{"id": "\udc00m"}]}, "GET x")
+    data = b'data: {"choices": [{"text": "hi \\udc80"}]}\n\ndata: [DONE]\n\n'
+    with Local(answer(data)) as server:
+        with pytest.raises(
+            PolicyError, match=r"event 1 choices\[\]\.text holds a lone"
+        ):
+            EndpointPolicy(server.url, "m").generate(CONV)
+    data = (
+        b'data: {"choices": [], "usage": {"completion_tokens": -3}}\n\ndata: [DONE]\n\n'
+    )
+    with Local(answer(data)) as server:
+        with pytest.raises(PolicyError, match="event 1 usage is malformed"):
+            EndpointPolicy(server.url, "m").generate(CONV)
+
+
+def test_server_text_in_an_error_has_its_control_characters_escaped():
+    with Local(answer(b"\x1b]0;pwned\x07\x1b[2J", 400)) as server:
+        with pytest.raises(PolicyError) as e:
+            EndpointClient(server.url).post_json("completions", {})
+    assert "\x1b" not in str(e.value) and "\\x1b]0;pwned\\x07" in str(e.value)
+    with pytest.raises(PolicyError) as e:
+        parse_chat({"choices": [{"message": {"content": ["\x9b31m"]}}]}, "POST x")
+    assert "\x9b" not in str(e.value) and "\\x9b31m" in str(e.value)
+
+
+def test_root_paths_reach_the_server_beside_v1():
+    with Local(answer(b"up")) as server:
+        client = EndpointClient(server.url + "/v1")
+        assert client.get_text("health", root=True) == "up"
+        assert client.url("metrics", root=True) == server.url + "/metrics"
+    assert server.requests[0][0] == "/health"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<html>hi</html>",  # not a stream at all
+        b'data: {"choices": [{"text": "hi"}]}\n\n',  # cut before [DONE]
+        b"",
+        b'data: [DONE]\n\ndata: {"choices": [{"text": "more"}]}\n\n',
+    ],
+)
+def test_a_stream_that_is_not_a_whole_stream_is_a_policy_error(data):
+    from hat_jax.endpoint import PolicyError, parse_events
+
+    with pytest.raises(PolicyError, match="stream|DONE"):
+        parse_events([(0.0, data)] if data else [], "POST x")

@@ -68,6 +68,11 @@ RAW = {
     "overflow_float": (b'{"a": 1e999}', "number 1e999 is out of range"),
     "lone_surrogate": (b'{"a": "x\\ud800y"}', "lone surrogate U+D800"),
     "lone_low_surrogate_key": (b'{"\\udc00": 1}', "lone surrogate U+DC00"),
+    "duplicate_key": (b'{"a": 1, "a": 2}', "duplicate key 'a' in an object"),
+    "duplicate_nested_key": (
+        b'{"x": [{"id": 1, "b": 2, "id": 3}]}',
+        "duplicate key 'id' in an object",
+    ),
 }
 
 # Trajectory rows (SFT data, `hat sim report`, trajectory files).
@@ -118,6 +123,37 @@ TRAJ_ROWS = {
         "'hook_events[0].checkpoint' must be one of",
     ),
     "reply_list": ({**TRAJ, "reply": ["a"]}, "field 'reply' must be a string or"),
+    "messages_empty": (
+        {**TRAJ, "messages": []},
+        "field 'messages' must be a non-empty list of messages, got an empty list",
+    ),
+    "harness_id_empty": (
+        {**TRAJ, "harness_id": ""},
+        "field 'harness_id' must be a harness id (such as 'taolive@1.0'), got ''",
+    ),
+    "harness_id_blank": ({**TRAJ, "harness_id": " \t"}, "got ' \\t'"),
+    "tool_call_bad_name": (
+        _msg(2, tool_calls=[{"name": "bad<>", "arguments": {}}]),
+        "field 'messages[2].tool_calls[0].name' must be a tool name (non-empty, "
+        "printable, no < > or surrounding spaces), got 'bad<>'",
+    ),
+    "tool_call_escape_name": (
+        _msg(2, tool_calls=[{"function": {"name": "\x1b[2J", "arguments": "{}"}}]),
+        "'messages[2].tool_calls[0].function.name' must be a tool name",
+    ),
+    "tool_call_empty_name": (
+        _msg(2, tool_calls=[{"name": "", "arguments": {}}]),
+        "'messages[2].tool_calls[0].name' must be a tool name",
+    ),
+    "tool_call_bad_argument_name": (
+        _msg(2, tool_calls=[{"name": "f", "arguments": '{"a<b": 1}'}]),
+        "'messages[2].tool_calls[0].arguments' has the key 'a<b', which is not a "
+        "parameter name",
+    ),
+    "exchange_bad_name": (
+        {**TRAJ, "tool_calls": [{"name": " f", "arguments": {}, "result": "x"}]},
+        "field 'tool_calls[0].name' must be a tool name",
+    ),
 }
 
 # IFEval response rows (`hat eval ifeval-score`) with their own instructions.
@@ -385,3 +421,13 @@ def test_a_file_that_is_not_regular_is_refused_unread(tmp_path, kind):
         os.mkfifo(path)  # a blocking open would hang the test here
     with pytest.raises(DataError, match="not a regular file"):
         list(iter_jsonl(path))
+
+
+def test_read_json_refuses_a_fifo_unread(tmp_path):
+    import os
+
+    from hat_jax.jsonl import DataError, read_json
+
+    os.mkfifo(tmp_path / "run.json")
+    with pytest.raises(DataError, match="run.json: not a regular file"):
+        read_json(tmp_path / "run.json")  # would block forever if opened plainly

@@ -22,20 +22,36 @@ from hat_jax.eval.ifeval.registry import (
     check_relation,
     compare,
     register,
+    value_shown,
 )
 
 # The original replaces a `letter` that is not a-z (two prompts ask for "#" and
 # "!") with a random ASCII letter; we draw that letter from a fixed seed.
 INVALID_LETTER_SEED = 0
+# Words one keyword list may hold (IFEval's longest has 12).
+MAX_WORDS = 100
 
 
-def _words(instruction_id: str, words) -> list[str]:
+def _words(instruction_id: str, name: str, words) -> list[str]:
     if (
-        isinstance(words, str)
+        not isinstance(words, list | tuple)
         or not words
         or not all(isinstance(w, str) for w in words)
     ):
-        raise ValueError(f"{instruction_id}: expected a non-empty list of words")
+        raise ValueError(
+            f"{instruction_id}: {name} must be a non-empty list of strings, got "
+            f"{value_shown(words)}"
+        )
+    if len(words) > MAX_WORDS:
+        raise ValueError(
+            f"{instruction_id}: {name} has {len(words)} words, at most {MAX_WORDS}"
+        )
+    blank = [i for i, w in enumerate(words) if not w.strip()]
+    if blank:
+        raise ValueError(
+            f"{instruction_id}: {name}[{blank[0]}] is blank "
+            f"({value_shown(words[blank[0]])}); expected a word"
+        )
     return list(words)
 
 
@@ -44,7 +60,7 @@ def keyword_existence(*, keywords):
     iid = "keywords:existence"
     patterns = [
         Pattern(iid, "keyword", k, flags=regex.IGNORECASE)
-        for k in _words(iid, keywords)
+        for k in _words(iid, "keywords", keywords)
     ]
     return lambda r: all(p.search(r) for p in patterns)
 
@@ -54,7 +70,9 @@ def keyword_frequency(*, keyword, frequency, relation):
     check_count("keywords:frequency", "frequency", frequency)
     check_relation("keywords:frequency", relation)
     if not isinstance(keyword, str) or not keyword.strip():
-        raise ValueError("keywords:frequency: expected a keyword")
+        raise ValueError(
+            f"keywords:frequency: keyword must be a word, got {value_shown(keyword)}"
+        )
     pattern = Pattern(
         "keywords:frequency", "keyword", keyword.strip(), flags=regex.IGNORECASE
     )
@@ -66,7 +84,7 @@ def forbidden_words(*, forbidden_words):
     iid = "keywords:forbidden_words"
     patterns = [
         Pattern(iid, "forbidden word", w, rf"\b{w}\b", flags=regex.IGNORECASE)
-        for w in _words(iid, forbidden_words)
+        for w in _words(iid, "forbidden_words", forbidden_words)
     ]
     return lambda r: not any(p.search(r) for p in patterns)
 
@@ -74,7 +92,12 @@ def forbidden_words(*, forbidden_words):
 @register("keywords:letter_frequency")
 def letter_frequency(*, letter, let_frequency, let_relation):
     check_count("keywords:letter_frequency", "let_frequency", let_frequency)
-    check_relation("keywords:letter_frequency", let_relation)
+    check_relation("keywords:letter_frequency", let_relation, "let_relation")
+    if not isinstance(letter, str):
+        raise ValueError(
+            "keywords:letter_frequency: letter must be a string, got "
+            f"{value_shown(letter)}"
+        )
     if not (
         isinstance(letter, str) and len(letter) == 1 and "a" <= letter.lower() <= "z"
     ):
@@ -86,6 +109,12 @@ def letter_frequency(*, letter, let_frequency, let_relation):
 @register("language:response_language")
 def response_language(*, language):
     # No detectable features counts as followed, as in the original.
+    codes = text.language_codes()
+    if not isinstance(language, str) or language not in codes:
+        raise ValueError(
+            "language:response_language: language must be one of langdetect's "
+            f"codes ({', '.join(sorted(codes))}), got {value_shown(language)}"
+        )
     return lambda r: text.detect_language(r) in (language, None)
 
 
@@ -138,8 +167,10 @@ def nth_paragraph_first_word(*, num_paragraphs, nth_paragraph, first_word):
     check_count(iid, "nth_paragraph", nth_paragraph)
     if not 1 <= nth_paragraph <= num_paragraphs:
         raise ValueError(f"{iid}: nth_paragraph must be in 1..{num_paragraphs}")
-    if not isinstance(first_word, str):
-        raise ValueError(f"{iid}: expected a first_word")
+    if not isinstance(first_word, str) or not first_word.strip():
+        raise ValueError(
+            f"{iid}: first_word must be a word, got {value_shown(first_word)}"
+        )
     want = first_word.lower()
 
     def check(r: str) -> bool:
@@ -165,7 +196,7 @@ def nth_paragraph_first_word(*, num_paragraphs, nth_paragraph, first_word):
 def capital_word_frequency(*, capital_frequency, capital_relation):
     iid = "change_case:capital_word_frequency"
     check_count(iid, "capital_frequency", capital_frequency)
-    check_relation(iid, capital_relation)
+    check_relation(iid, capital_relation, "capital_relation")
 
     def check(r: str) -> bool:
         n = sum(1 for w in text.word_tokens(r) if w.isupper())

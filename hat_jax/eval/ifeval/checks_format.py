@@ -13,14 +13,17 @@ import re
 
 import regex
 
-from hat_jax.eval.ifeval.registry import Pattern, check_count, register
+from hat_jax.eval.ifeval.registry import Pattern, check_count, register, value_shown
 
 CONSTRAINED_OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
 
-def _marker(instruction_id: str, value) -> str:
+def _marker(instruction_id: str, name: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{instruction_id}: expected a non-empty string")
+        raise ValueError(
+            f"{instruction_id}: {name} must be a non-empty string, got "
+            f"{value_shown(value)}"
+        )
     return value.strip()
 
 
@@ -34,7 +37,9 @@ def number_placeholders(*, num_placeholders):
 
 @register("detectable_content:postscript")
 def postscript(*, postscript_marker):
-    marker = _marker("detectable_content:postscript", postscript_marker)
+    marker = _marker(
+        "detectable_content:postscript", "postscript_marker", postscript_marker
+    )
     if marker == "P.P.S":
         pattern = r"\s*p\.\s?p\.\s?s.*$"
     elif marker == "P.S.":
@@ -85,7 +90,7 @@ def number_highlighted_sections(*, num_highlights):
 def multiple_sections(*, section_spliter, num_sections):
     """At least n sections, each opened by `<splitter> <number>`."""
     iid = "detectable_format:multiple_sections"
-    splitter = _marker(iid, section_spliter)
+    splitter = _marker(iid, "section_spliter", section_spliter)
     check_count(iid, "num_sections", num_sections)
     pattern = Pattern(
         iid, "section_spliter", splitter, r"\s?" + splitter + r"\s?\d+\s?"
@@ -131,13 +136,15 @@ def two_responses():
 
 @register("combination:repeat_prompt")
 def repeat_prompt(*, prompt_to_repeat):
-    want = _marker("combination:repeat_prompt", prompt_to_repeat).lower()
+    want = _marker(
+        "combination:repeat_prompt", "prompt_to_repeat", prompt_to_repeat
+    ).lower()
     return lambda r: r.strip().lower().startswith(want)
 
 
 @register("startend:end_checker")
 def end_checker(*, end_phrase):
-    want = _marker("startend:end_checker", end_phrase).lower()
+    want = _marker("startend:end_checker", "end_phrase", end_phrase).lower()
     return lambda r: r.strip().strip('"').lower().endswith(want)
 
 

@@ -3,7 +3,8 @@
 Rows are read by `hat_jax.jsonl`; every problem (decoding, a field's type, an
 instruction's kwargs, an invalid regular expression) is a `DataError` whose
 message starts with `path:line:`. A prompt's checkers are built once, when its
-row is read, and kept on the `Prompt`.
+row is read, and kept on the `Prompt`; a row has one to `MAX_INSTRUCTIONS`
+instructions, and its patterns share one budget (`registry.row_budget`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from hat_jax.jsonl import (
     json_type,
     read_jsonl_objects,
 )
+
+# Instructions one row may give (IFEval's rows have one to three).
+MAX_INSTRUCTIONS = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,11 @@ def prompt_from_dict(row: Any, where: str) -> Prompt:
     kwargs = field(row, "kwargs", where, list)
     if not all(isinstance(i, str) for i in ids):
         raise DataError(f"{where}: field 'instruction_id_list' must hold strings")
+    if not 1 <= len(ids) <= MAX_INSTRUCTIONS:
+        raise DataError(
+            f"{where}: field 'instruction_id_list' must hold 1 to "
+            f"{MAX_INSTRUCTIONS} instruction ids, got {len(ids)}"
+        )
     if not all(isinstance(k, dict) for k in kwargs):
         raise DataError(f"{where}: field 'kwargs' must hold objects")
     if len(ids) != len(kwargs):
@@ -65,11 +74,12 @@ def prompt_from_dict(row: Any, where: str) -> Prompt:
             f"{where}: {len(ids)} instruction ids but {len(kwargs)} kwargs objects"
         )
     checks = []
-    for iid, kw in zip(ids, kwargs):
-        try:
-            checks.append(registry.build(iid, kw))
-        except ValueError as e:
-            raise DataError(f"{where}: {e}") from None
+    with registry.row_budget():
+        for iid, kw in zip(ids, kwargs):
+            try:
+                checks.append(registry.build(iid, kw))
+            except ValueError as e:
+                raise DataError(f"{where}: {e}") from None
     return Prompt(
         key=field(row, "key", where, int, default=-1),
         prompt=prompt,

@@ -5,7 +5,8 @@ of eight variants follows it — the response with its first line, last line,
 both or neither removed, each with and without every `*`. An empty (all
 whitespace) response or variant never follows anything.
 
-A row-supplied pattern that runs past `registry.MATCH_TIMEOUT_S` on a response
+A row-supplied pattern that runs past `registry.MATCH_TIMEOUT_S` on a response,
+or a row whose patterns together run past `registry.ROW_MATCH_BUDGET_S` on it,
 stops scoring with a `DataError` naming the row and the instruction (no verdict
 is made up for it).
 """
@@ -43,18 +44,23 @@ def evaluate(prompt: Prompt, response: str) -> tuple[list[bool], list[bool]]:
     """Per-instruction verdicts `(strict, loose)` of one response.
 
     Raises:
-      registry.MatchTimeout: a row-supplied pattern ran out of time.
+      registry.MatchTimeout: a row-supplied pattern, or all of them together,
+        ran out of time.
     """
     others = [v for v in loose_variants(response)[1:] if v.strip()]
-    checks = prompt.checks or tuple(
-        registry.build(iid, kw)
-        for iid, kw in zip(prompt.instruction_id_list, prompt.kwargs)
-    )
+    checks = prompt.checks
+    if not checks:
+        with registry.row_budget():
+            checks = tuple(
+                registry.build(iid, kw)
+                for iid, kw in zip(prompt.instruction_id_list, prompt.kwargs)
+            )
     strict, loose = [], []
-    for check in checks:
-        s = bool(response.strip()) and bool(check(response))
-        strict.append(s)
-        loose.append(s or any(bool(check(v)) for v in others))
+    with registry.row_budget():
+        for check in checks:
+            s = bool(response.strip()) and bool(check(response))
+            strict.append(s)
+            loose.append(s or any(bool(check(v)) for v in others))
     return strict, loose
 
 

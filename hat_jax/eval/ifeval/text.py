@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 from hat_jax import assets
 
@@ -55,6 +56,14 @@ def _langdetect():
     # function of the text (the original leaves it unseeded).
     langdetect.DetectorFactory.seed = 0
     return langdetect
+
+
+@functools.cache
+def language_codes() -> frozenset[str]:
+    """The codes langdetect can answer (one profile file each: `en`, `zh-cn`)."""
+    from langdetect.detector_factory import PROFILES_DIRECTORY
+
+    return frozenset(p.name for p in Path(PROFILES_DIRECTORY).iterdir())
 
 
 @functools.lru_cache(maxsize=256)  # the loose variants of a response

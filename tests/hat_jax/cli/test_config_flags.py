@@ -222,3 +222,40 @@ def test_add_config_args_default(config_file):
     get_config = add_config_args(parser, default=config_file)
     ns, rest = parser.parse_known_args(["--config.n=2", "pos"])
     assert rest == ["pos"] and get_config(ns).n == 2
+
+
+@pytest.mark.parametrize(
+    ("override", "pattern"),
+    [
+        ("train.lr=nan", r"'train.lr' expects float; got 'nan' \(expected a finite"),
+        ("train.lr=inf", r"'train.lr' expects float; got 'inf' \(expected a finite"),
+        ("train.lr=-Infinity", r"'train.lr' expects float; got '-Infinity'"),
+        ("layers=" + "[" * 100_000, r"'layers' expects tuple; got '\[\[\[.*'\.\.\. "),
+        (
+            "train.steps=" + "9" * 5000,
+            r"'train.steps' expects int; got '999.*'\.\.\.\.$",
+        ),
+    ],
+)
+def test_hostile_override_values_are_config_errors(config_file, override, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_config(config_file, [override])
+
+
+def test_a_long_integer_is_kept_for_the_bound_checks(config_file):
+    big = "9" * 4000  # below Python's 4300-digit limit; int -> float would overflow
+    assert load_config(config_file, [f"train.steps={big}"]).train.steps == int(big)
+
+
+def test_a_deep_literal_for_an_untyped_key_stays_text(config_file):
+    text = "[" * 100_000  # json.loads recurses past the stack: no RecursionError out
+    assert load_config(config_file, [f"seed={text}"]).seed == text
+
+
+def test_hat_train_reports_a_nan_override_without_traceback(config_file, capsys):
+    from hat_jax.cli.main import main as hat_main
+
+    argv = ["train", "sft", f"--config={config_file}", "--workdir", "w"]
+    assert hat_main([*argv, "--config.train.lr=nan"]) == 2
+    err = capsys.readouterr().err
+    assert "'train.lr' expects float; got 'nan'" in err and "Traceback" not in err

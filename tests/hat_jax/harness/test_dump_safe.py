@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from hat_jax.cli.main import main
 from hat_jax.harness import dump, dump_harness, load_harness
 from hat_jax.harness.spec import Skill
 
@@ -182,3 +183,29 @@ def test_extra_file_names_are_plain(tmp_path, v1):
 def test_existing_empty_folder_needs_no_overwrite(tmp_path, v1):
     (tmp_path / "empty").mkdir()
     assert load_harness(dump_harness(v1, tmp_path / "empty")) == v1
+
+
+UNWRITABLE = [
+    "/proc/hat-dump-test",  # a new folder: its temporary sibling cannot be made
+    "/proc/sys",  # an existing folder: nothing can be made inside it
+    "/proc/hat-dump-test/a/b",  # its parents cannot be made either
+]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/sys"), reason="needs Linux /proc")
+@pytest.mark.parametrize("target", UNWRITABLE)
+def test_unwritable_destination_is_named(v1, target):
+    with pytest.raises(OSError) as e:
+        dump_harness(v1, target)
+    msg = str(e.value)  # the errno's words depend on the kernel
+    assert msg.startswith(f"{target}: cannot write the harness there (")
+    assert msg.endswith("); nothing was written") and ".tmp-" not in msg
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/sys"), reason="needs Linux /proc")
+def test_augment_cli_names_an_unwritable_out(capsys):
+    out = "/proc/hat-dump-test"
+    assert main(["augment", "taolive_v1", "--ops", "rename_tools", "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and ".tmp-" not in err
+    assert f"hat augment: error: {out}: cannot write the harness there (" in err

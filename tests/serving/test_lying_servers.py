@@ -1,0 +1,237 @@
+"""A /metrics or /health endpoint that lies, stalls or redirects: a PolicyError
+naming it (a replay counts it and carries on), never an http.client traceback, a
+hang or a redirect followed. No assertion depends on the machine's speed: the
+stalling server holds a request 60 s against a 1 s deadline."""
+
+import contextlib
+import http.server
+import json
+import threading
+import time
+
+import pytest
+from fake_openai import FakeServer
+
+from hat_jax.cli.main import main
+from hat_jax.endpoint import PolicyError, PolicyTimeout
+from serving import prom
+from serving.launch import VLLMServer
+
+HOLD_S = 60.0
+GOOD_PAGE = (
+    "vllm:spec_decode_num_drafts_total 4\n"
+    "vllm:spec_decode_num_draft_tokens_total 8\n"
+    "vllm:spec_decode_num_accepted_tokens_total 6\n"
+)
+
+
+class Lying:
+    """A server on 127.0.0.1 whose every GET is ``respond(handler)``."""
+
+    def __init__(self, respond):
+        self.stop, self.paths = threading.Event(), []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                owner.paths.append(self.path)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    respond(self, owner)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def reply(code=200, body=b"", headers=(), length=None):
+    def respond(h, owner):
+        h.send_response(code)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body) if length is None else length))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return respond
+
+
+def stall(h, owner):
+    h.send_response(200)
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    h.wfile.write(b"vllm:")
+    h.wfile.flush()
+    owner.stop.wait(HOLD_S)
+
+
+LIARS = [
+    # (respond, what the PolicyError says)
+    (reply(body=b"vllm:x 1\n", length=1000), "peer closed connection"),  # short body
+    (reply(headers=[("X-Pad", "a" * 300_000)]), "RemoteProtocolError"),  # long header
+    (reply(302, headers=[("Location", "http://169.254.169.254/")]), "refused"),
+    (reply(body=b"x" * (prom.MAX_BYTES + 1)), "byte cap"),
+    (reply(body=b"\xff\xfe metrics"), "not UTF-8 text"),
+    (reply(500, body=b"\x1b[2Jboom"), r"HTTP 500: \\x1b\[2Jboom"),
+    (reply(body=GOOD_PAGE.replace("4", "NaN").encode()), "nan, not a finite count"),
+    (reply(body=GOOD_PAGE.replace(" 8", " -8").encode()), "-8.0, not a finite count"),
+]
+
+
+@pytest.mark.parametrize("respond, why", LIARS)
+def test_a_lying_metrics_page_is_a_policy_error(respond, why):
+    with Lying(respond) as server:
+        with pytest.raises(PolicyError, match=why) as e:
+            prom.read_spec(server.url + "/v1")
+    assert "/metrics" in str(e.value)
+    assert server.paths == ["/metrics"]  # read once, nothing followed
+
+
+def test_a_stalling_metrics_page_hits_the_deadline():
+    with Lying(stall) as server:
+        t0 = time.monotonic()
+        with pytest.raises(PolicyTimeout, match="deadline passed"):
+            prom.read_spec(server.url, timeout_s=1.0)
+        assert time.monotonic() - t0 < HOLD_S / 2
+
+
+def test_a_page_without_counters_or_with_odd_lines_reads():
+    odd = '# HELP x\nlonely_name\nbraces{a="}"}\nvllm:other 1 2 3\n' + GOOD_PAGE
+    with Lying(reply(body=odd.encode())) as server:
+        assert prom.read_spec(server.url) == {
+            "drafts": 4.0, "draft_tokens": 8.0, "accepted_tokens": 6.0,
+        }  # fmt: skip
+    with Lying(reply(body=b"vllm:other 1\n")) as server:
+        assert prom.read_spec(server.url) is None
+
+
+@pytest.mark.parametrize(
+    "before, after, why",
+    [
+        ({"drafts": 5, "draft_tokens": 8, "accepted_tokens": 6},
+         {"drafts": 4, "draft_tokens": 9, "accepted_tokens": 7}, "ran backwards"),
+        ({"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0},
+         {"drafts": 1, "draft_tokens": 2, "accepted_tokens": 3}, "3 tokens accepted"),
+    ],
+)  # fmt: skip
+def test_counters_that_cannot_be_are_refused(before, after, why):
+    with pytest.raises(ValueError, match=why):
+        prom.spec_delta(before, after)
+
+
+class LyingMetrics(FakeServer):
+    """The fake vLLM, with a /metrics page that breaks off mid-body."""
+
+    def __init__(self):
+        super().__init__()
+        handler = self.httpd.RequestHandlerClass
+        plain_get = handler.do_GET
+
+        def do_GET(h):
+            if h.path != "/metrics":
+                return plain_get(h)
+            reply(body=b"vllm:spec", length=5000)(h, self)
+
+        handler.do_GET = do_GET
+
+
+def test_replay_counts_a_lying_metrics_page_and_finishes(tmp_path, small_trace, capsys):
+    out = tmp_path / "out"
+    with LyingMetrics() as server:
+        argv = ["replay", "--trace", str(small_trace), "--endpoint", server.url,
+                "--limit", "2", "--timeout", "30", "--time-scale", "1000"]  # fmt: skip
+        assert main([*argv, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "note: no spec-decode counters: GET" in err and "Traceback" not in err
+    (run,) = json.loads((out / "replay.json").read_text())["runs"]
+    assert run["summary"]["messages"] == 2 and run["summary"]["errors"] == 0
+    assert run["spec_counters"] is None
+    assert len(run["spec_errors"]) == 2  # before and after the run
+    assert all("/metrics" in e and "peer closed" in e for e in run["spec_errors"])
+
+
+@pytest.mark.parametrize(
+    "respond, why",
+    [
+        (reply(302, headers=[("Location", "http://example.com/health")]), "refused"),
+        (reply(body=b"ok", length=100), "peer closed connection"),
+        (reply(headers=[("X-Pad", "a" * 300_000)]), "RemoteProtocolError"),
+        (reply(503, body=b"loading"), "HTTP 503"),
+    ],
+)
+def test_a_lying_health_check_is_not_healthy_and_says_why(respond, why):
+    with Lying(respond) as server:
+        vllm = VLLMServer(["--port", str(server.port)])
+        assert vllm.healthy() is False
+    assert why in vllm.last_check and "/health" in vllm.last_check
+    assert server.paths == ["/health"]
+
+
+def test_a_stalling_health_check_ends_at_its_deadline():
+    with Lying(stall) as server:
+        vllm = VLLMServer(["--port", str(server.port)])
+        t0 = time.monotonic()
+        assert vllm.healthy() is False
+        assert time.monotonic() - t0 < HOLD_S / 2
+    assert "deadline passed" in vllm.last_check
+
+
+def test_an_honest_health_check_passes():
+    with Lying(reply()) as server:
+        vllm = VLLMServer(["--port", str(server.port)])
+        assert vllm.healthy() and vllm.last_check == "healthy"
+
+
+INFO = {
+    "model_type": "qwen3", "tool_call_format": "qwen_xml", "tool_parser": "qwen3_xml",
+    "mtp_layers": 0, "mtp_method": None, "hybrid": False, "dtype": "bfloat16",
+    "max_position_embeddings": 4096, "cpu_problems": [],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        ({"dtype": None}, "field 'dtype' must be a string"),
+        ({"tool_parser": "--trust-remote-code"}, "field 'tool_parser' must be one of"),
+        (
+            {"max_position_embeddings": 0},
+            "field 'max_position_embeddings' must be >= 1",
+        ),
+        ({"mtp_layers": "2"}, "field 'mtp_layers' must be an integer"),
+        ({"hybrid": None}, "field 'hybrid' must be true or false"),
+        ({"mtp_method": "--x"}, "field 'mtp_method' must be one of"),
+    ],
+)
+def test_a_bad_serving_json_is_named_before_vllm_sees_it(tmp_path, capsys, edit, why):
+    info = {**INFO, **edit}
+    (tmp_path / "serving.json").write_text(json.dumps(info))
+    assert main(["serve", str(tmp_path), "--print-args"]) == 1
+    err = capsys.readouterr().err
+    assert f"hat serve: error: {tmp_path / 'serving.json'}: {why}" in err
+    assert "Traceback" not in err
+
+
+def test_a_serving_json_missing_a_field_or_not_json(tmp_path, capsys):
+    path = tmp_path / "serving.json"
+    path.write_text(json.dumps({k: v for k, v in INFO.items() if k != "dtype"}))
+    assert main(["serve", str(tmp_path), "--print-args"]) == 1
+    assert "field 'dtype' is missing" in capsys.readouterr().err
+    path.write_text("{")
+    assert main(["serve", str(tmp_path), "--print-args"]) == 1
+    assert f"{path}:1: invalid JSON" in capsys.readouterr().err
+    path.write_text(json.dumps(INFO))
+    assert main(["serve", str(tmp_path), "--print-args"]) == 0
+    assert "--tool-call-parser qwen3_xml" in capsys.readouterr().out
