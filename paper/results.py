@@ -323,6 +323,11 @@ def load_sweep(root: str | Path) -> Sweep:
     names = info.get("runs") or sorted(
         p.name for p in root.iterdir() if (p / "run.json").exists()
     )
+    if not names:  # tables of nothing would look like a result
+        raise ValueError(
+            f"{shown(root)}: not a sweep root (no sweep.json listing runs, no run "
+            "folder with a run.json)"
+        )
     inside = root.resolve()
     for name in names:  # a run is a folder of the root, never a path elsewhere
         ok = isinstance(name, str) and name not in ("", ".", "..")

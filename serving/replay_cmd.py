@@ -17,6 +17,8 @@ Examples:
 
 from __future__ import annotations
 
+import sys
+
 from hat_jax.cli.argtypes import count, finite, int_list
 from serving.replay import ReplayOptions, replay
 from serving.trace import TraceError, read_trace
@@ -72,7 +74,7 @@ def run(args) -> int:
         trace = read_trace(args.trace)
         jobs = trace_jobs(trace, args.trace)
     except TraceError as e:
-        print(f"invalid trace: {e}")
+        print(f"invalid trace: {e}", file=sys.stderr)
         return 1
     if args.limit:
         jobs = jobs[: args.limit]
@@ -86,19 +88,22 @@ def run(args) -> int:
         api_key_env=args.api_key_env,
     )
     if args.api_key_env and not args.endpoint:
-        print("--api-key-env needs --endpoint")
+        print("--api-key-env needs --endpoint", file=sys.stderr)
         return 1
     kind, target = (
         ("endpoint", args.endpoint) if args.endpoint else ("embedded", args.model)
     )
     if args.mtp_head:
         if args.endpoint or not args.mtp:
-            print("--mtp-head needs the embedded backend (--model) and --mtp K > 0")
+            print(
+                "--mtp-head needs the embedded backend (--model) and --mtp K > 0",
+                file=sys.stderr,
+            )
             return 1
         try:
             target = _grafted(args.model, args.mtp_head)
         except ValueError as e:
-            print(f"--mtp-head {args.mtp_head}: {e}")
+            print(f"--mtp-head {args.mtp_head}: {e}", file=sys.stderr)
             return 1
     replay(jobs, kind, target, args.out, concurrency=levels, opts=opts)
     print(f"wrote {args.out}/replay.json, replay.md, latency_cdf.png")

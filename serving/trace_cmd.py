@@ -9,6 +9,7 @@ Examples:
 from __future__ import annotations
 
 import collections
+import sys
 
 from hat_jax.cli.argtypes import count, finite, seed
 from hat_jax.harness.builtin import BUILTIN
@@ -71,7 +72,7 @@ def run(args) -> int:
     try:
         trace = read_trace(args.file)
     except TraceError as e:
-        print(f"invalid trace: {e}")
+        print(f"invalid trace: {e}", file=sys.stderr)
         return 1
     print(f"ok {args.file}: {_summary(trace)}")
     return 0

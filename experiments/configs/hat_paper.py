@@ -42,8 +42,8 @@ def scale(a) -> dict:
         "sft": {
             "config": "paper_35b.py",
             "arg": {"seq_len": 8192, "batch_size": 64, "remat": True},
-            "extra": (f"train.steps={a.sft_steps}", f"optim.total_steps={a.sft_steps}")
-            + ("optim.lr=1e-5", "data.overlong=truncate", "grad_accum=8"),
+            "extra": (f"train.steps={a.sft_steps}", "optim.lr=1e-5")
+            + ("data.overlong=truncate", "grad_accum=8"),
         },
         "opd": {
             "config": "opd_tiny.py",

@@ -68,6 +68,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.top_k = a.top_k  # 0: exact over the vocabulary; k: top-k support
     c.batch_size = a.batch_size
     c.compute_dtype = "float32"  # "bfloat16": bf16 compute, fp32 master params
+    # train.steps is a reference the schedule's length follows, so that
+    # --config.train.steps=N also moves optim.total_steps (unless that is set too)
+    steps = ml_collections.FieldReference(a.steps)
     c.optim = ml_collections.ConfigDict(
         {
             "lr": a.lr,
@@ -76,12 +79,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "eps": 1e-8,
             "weight_decay": 0.0,
             "warmup_steps": min(5, a.steps // 10),
-            "total_steps": a.steps,
+            "total_steps": steps * 1,  # follows --config.train.steps
             "end_lr_frac": 0.1,
             "clip_norm": 1.0,
         }
     )
     c.train = ml_collections.ConfigDict(
-        {"steps": a.steps, "save_every": 25, "keep": 2, "log_every": 1}
+        {"steps": steps, "save_every": 25, "keep": 2, "log_every": 1}
     )
     return c

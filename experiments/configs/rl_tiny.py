@@ -62,6 +62,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # c.mtp_weight (sft_tiny's): with an MTP head the step adds its CE on the
     # sampled tokens (hat_jax.train.rl); without one it is unused
     c.train.save_every = max(a.save_every, 1)
+    inner = ml_collections.FieldReference(1)
     c.rl = ml_collections.ConfigDict(
         {
             "reward_names": REWARDS,
@@ -78,7 +79,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "aggregation": "token-mean",
             "kl_coef": a.kl_coef,
             "kl_estimator": "k3",
-            "inner_steps": 1,  # optimiser updates per batch of rollouts
+            "inner_steps": inner,  # optimiser updates per batch of rollouts
             "old_logp": "sampler",  # or "trainer": recomputed before the update
             "other_segment": 0,  # rejected replies / unreadable outputs: untrained
             # an episode with no tool call takes tool + reply advantage on its reply
@@ -95,7 +96,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "micro_batch": a.micro_batch,  # episodes per micro-batch; 0 = all
         }
     )
-    c.optim.total_steps = a.steps * c.rl.inner_steps  # the schedule counts updates
+    # the schedule counts updates; it follows --config.train.steps and rl.inner_steps
+    c.optim.total_steps = c.train.get_ref("steps") * inner
     c.rollout = ml_collections.ConfigDict(
         {
             "harness": "taolive_v1",

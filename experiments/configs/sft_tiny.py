@@ -133,6 +133,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # "bfloat16": bf16 matmuls (params cast in the loss), fp32 master params and
     # optimiser state. Keep float32 on CPU: XLA runs bf16 matmuls slower there.
     c.compute_dtype = "float32"
+    # train.steps is a reference the schedule's length follows, so that
+    # --config.train.steps=N also moves optim.total_steps (unless that is set too)
+    steps = ml_collections.FieldReference(a.steps)
     c.optim = ml_collections.ConfigDict(
         {
             "lr": a.lr,
@@ -141,14 +144,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "eps": 1e-8,
             "weight_decay": 0.01,
             "warmup_steps": min(10, a.steps // 10),
-            "total_steps": a.steps,
+            "total_steps": steps * 1,  # follows --config.train.steps
             "end_lr_frac": 0.1,
             "clip_norm": 1.0,
         }
     )
     c.train = ml_collections.ConfigDict(
         {
-            "steps": a.steps,
+            "steps": steps,
             "save_every": 50,
             "keep": 2,
             "log_every": 1,

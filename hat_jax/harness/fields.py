@@ -10,6 +10,7 @@ within bounds: ``turn_limit`` 1..``MAX_TURN_LIMIT``, ``retry_limit``
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,9 +68,20 @@ def text_field(doc: Doc, data: dict, key: str, path: Key = (), one_line=True, hi
         )
     elif one_line and "\n" in value:
         doc.err(where, f"{key}: expected one line of text, got a line break")
+    elif (bad := _control(value)) is not None:
+        doc.err(where, f"{key}: holds the control character {bad!r}")
     else:
         return value
     return None
+
+
+def _control(text: str) -> str | None:
+    """The first control character in ``text`` other than a line break or a tab
+    (an ESC would reach terminals and prompts alike), or None."""
+    return next(
+        (c for c in text if unicodedata.category(c) == "Cc" and c not in "\n\t"),
+        None,
+    )
 
 
 def name_field(doc: Doc, data: dict, key: str, what: str) -> str | None:
@@ -89,6 +101,8 @@ def _text_list(doc: Doc, data: dict, key: str) -> None:
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip() or "\n" in item:
             doc.err((key, i), f"{key}[{i}]: expected one line, got {describe(item)}")
+        elif (bad := _control(item)) is not None:
+            doc.err((key, i), f"{key}[{i}]: holds the control character {bad!r}")
 
 
 def _count(doc: Doc, data: dict, key: str, least: int, most: int) -> None:

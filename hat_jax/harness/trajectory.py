@@ -206,7 +206,8 @@ def check_messages(messages: Any, where: str, label: str = "messages") -> None:
     OpenAI-style ``{"function": {...}}``) with arguments an object or a string
     holding one, and the function and argument names ones a tool-call format can
     write (non-empty, printable, no ``<``, ``>`` or surrounding spaces). Other
-    keys are left alone.
+    keys are left alone. A system message may only come first, and a tool
+    result only after an assistant message with tool calls (or another result).
 
     Raises:
       DataError: ``where: field 'messages[i]...' ...``.
@@ -236,6 +237,20 @@ def check_messages(messages: Any, where: str, label: str = "messages") -> None:
         for j, c in enumerate(calls or ()):
             if not isinstance(c, ToolCall):  # ToolCall objects are fine in memory
                 _check_tool_call(c, where, f"{at}.tool_calls[{j}]")
+        _check_order(messages, i, where, at)
+
+
+def _check_order(messages: list, i: int, where: str, at: str) -> None:
+    """A system message opens the chat; a tool result answers a tool call."""
+    role = messages[i]["role"]
+    if role == "system" and i:
+        raise DataError(f"{where}: field '{at}' is a system message after the first")
+    if role == "tool":
+        before = messages[i - 1] if i else {}
+        if not (before.get("role") == "tool" or before.get("tool_calls")):
+            raise DataError(
+                f"{where}: field '{at}' is a tool result that follows no tool call"
+            )
 
 
 def _check_tool_call(c: Any, where: str, label: str) -> None:

@@ -221,6 +221,24 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
         bad += _combined_problems(d, scratch)
     if bad:
         raise RunConfigError("config error: " + "; ".join(bad))
+    _note_short_schedule(d)
+
+
+def _note_short_schedule(d: Mapping) -> None:
+    """Says so when the learning-rate schedule ends before the run does."""
+    found_t, total = _lookup(d, "optim.total_steps")
+    found_s, steps = _lookup(d, "train.steps")
+    if not (found_t and found_s) or not all(isinstance(v, int) for v in (total, steps)):
+        return
+    _, inner = _lookup(d, "rl.inner_steps")
+    updates = steps * (inner if isinstance(inner, int) and inner > 0 else 1)
+    if total < updates:
+        print(
+            f"note: optim.total_steps={total} ends the schedule before the run's "
+            f"{updates} updates: the last {updates - total} run at "
+            "optim.lr x optim.end_lr_frac",
+            file=sys.stderr,
+        )
 
 
 def _combined_problems(d: dict[str, Any], scratch: bool) -> list[str]:
@@ -409,12 +427,18 @@ def open_run(
     diff = config_diff(old, record)
     refused = {k: c for k, c in diff.items() if k not in QUIET_KEYS | RECORDED_KEYS}
     if refused and not allow_config_change:
+        hint = ""
+        if "optim.total_steps" in refused and "train.steps" in diff:
+            hint = (  # the schedule follows train.steps in our configs
+                " To run longer on the old schedule, also pass "
+                f"--config.optim.total_steps={refused['optim.total_steps']['old']}."
+            )
         raise ConfigChangeError(
             f"{workdir} holds a checkpoint (step {steps[-1]}) of another config: "
             f"{_show(refused)}. Resuming would mix two configs in one run. Use "
             "another --workdir, --fresh to delete its checkpoints and metrics and "
             "start over, or --allow-config-change to resume anyway (the change is "
-            "recorded in metrics.jsonl)."
+            f"recorded in metrics.jsonl).{hint}"
         )
     kept = {k: c for k, c in diff.items() if k not in QUIET_KEYS}
     return RunRecord(workdir, record, kept)

@@ -331,3 +331,12 @@ def test_model_facts_of_a_deeply_nested_config():
     for _ in range(5000):
         overrides = [overrides]
     assert model_facts({"steps": overrides}) == "3-layer model"
+
+
+def test_a_folder_that_is_no_sweep_root_writes_no_tables(tmp_path, capsys):
+    from hat_jax.cli.main import main as hat_main
+
+    (tmp_path / "root" / "notes").mkdir(parents=True)
+    rc = hat_main(["paper", str(tmp_path / "root"), "--out", str(tmp_path / "o")])
+    assert rc == 1 and "not a sweep root" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

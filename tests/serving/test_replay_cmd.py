@@ -50,7 +50,7 @@ def test_mtp_head_needs_the_embedded_backend_and_drafts(small_trace, tmp_path, c
     for which in ({"endpoint": "http://127.0.0.1:9", "mtp": 1}, {"model": tmp_path}):
         args = _args(trace=small_trace, mtp_head=tmp_path, out=tmp_path / "r", **which)
         assert replay_cmd.run(args) == 1
-        assert "--mtp-head needs the embedded backend" in capsys.readouterr().out
+        assert "--mtp-head needs the embedded backend" in capsys.readouterr().err
 
 
 def test_mtp_head_without_a_head_is_a_message(
@@ -67,4 +67,4 @@ def test_mtp_head_without_a_head_is_a_message(
         out=tmp_path / "r",
     )
     assert replay_cmd.run(args) == 1
-    assert "no MTP head" in capsys.readouterr().out
+    assert "no MTP head" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def test_bad_values_are_located(tmp_path, small_trace, capsys, line, fields, exp
     assert expected in str(err.value)
     assert main(["trace", "check", str(bad)]) == 1
     out, errs = capsys.readouterr()
-    assert f"invalid trace: {bad}:{line}: expected " in out and expected in out
+    assert f"invalid trace: {bad}:{line}: expected " in errs and expected in errs
     assert "Traceback" not in out + errs
 
 
@@ -81,7 +81,7 @@ def test_replay_refuses_a_bad_trace_before_building_rooms(
     argv = ["replay", "--trace", str(path), "--endpoint", "http://127.0.0.1:9"]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 1
     out, errs = capsys.readouterr()
-    assert f"invalid trace: {path}:1: expected" in out and "Traceback" not in errs
+    assert f"invalid trace: {path}:1: expected" in errs and "Traceback" not in errs
     assert not (tmp_path / "out").exists()
 
 

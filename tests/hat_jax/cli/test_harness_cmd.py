@@ -91,12 +91,17 @@ def test_printed_names_are_escaped(tmp_path, capsys):
     m.write_text(m.read_text().replace("name: taolive", 'name: "tao\\e]0;x\\alive"'))
     t = d / "tools" / "02_check_stock.json"  # JSON text can hold any control code
     t.write_text(t.read_text().replace('"Check', '"\\u001b[2JCheck', 1))
-    assert run("validate", str(d)) == 0
+    assert run("validate", str(d)) == 1  # control codes in harness text: refused
+    err = capsys.readouterr().err
+    assert "name: holds the control character '\\x1b'" in err and "\x1b" not in err
+    assert "02_check_stock.json:3: description: holds the control character" in err
+    # run-time text (the room context) may hold them: printed escaped
+    room = '{"on_screen": "\\u001b[2Jlink 3"}'
+    assert (
+        run("render", "taolive_v1", "--room-context", room, "--format", "compact") == 0
+    )
     out = capsys.readouterr().out
-    assert out.startswith("OK tao\\x1b]0;x\\x07live@1.0: ") and "\x1b" not in out
-    assert run("render", str(d), "--format", "compact") == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\\x1b[2JCheck stock" in out
+    assert "\x1b" not in out and "\\x1b[2Jlink 3" in out
     assert "\n" in out.strip()  # line breaks kept
 
 

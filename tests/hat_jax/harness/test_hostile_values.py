@@ -149,3 +149,20 @@ def test_validate_cli_reports_nonsense_without_traceback(folder, capsys):
     assert f"{folder / M}:42: require_skill.kinds: expected at least one" in err
     assert f"{folder / STOCK}:9: number 1e400 is out of range" in err
     assert err.rstrip().endswith(f"3 error(s) in {folder}")
+
+
+RULE = "  - Never talk about other shops, other platforms or competitors' prices."
+
+
+@pytest.mark.parametrize(
+    "old, new, key",
+    [
+        ("name: taolive", 'name: "tao\\x1b[31mlive"', "name"),
+        ('version: "1.0"', 'version: "1.0\\x07"', "version"),
+        (RULE, '  - "\\x1b]0;pwned\\x07 Never talk about other shops."', "rules[3]"),
+    ],
+)
+def test_control_characters_in_manifest_text_are_refused(folder, old, new, key):
+    line = edit(folder / M, old, new)
+    (error,) = [e for e in errors_of(folder) if "control character" in e]
+    assert error.startswith(f"{folder / M}:{line}: {key}: holds the control character")

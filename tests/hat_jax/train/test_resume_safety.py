@@ -113,6 +113,7 @@ def test_allow_config_change_resumes_and_records_the_change(
         "step": 2,
         "config_change": {
             "optim.lr": {"old": 0.001, "new": 0.0003},
+            "optim.total_steps": {"old": 2, "new": 3},  # follows train.steps
             "train.steps": {"old": 2, "new": 3},
         },  # train.log_every changes silently
     }
@@ -148,10 +149,11 @@ def test_allowed_change_of_shape_fails_clearly_and_keeps_the_record(
 def test_longer_run_resumes_to_the_state_of_a_straight_one(
     trained, memo_jsonl, memo_tokenizer, tmp_path
 ):
-    """train.steps alone (the schedule kept) resumes, recorded; and ends
+    """train.steps alone (the schedule kept: optim.total_steps, which follows
+    train.steps, pinned to its old value) resumes, recorded; and ends
     bit-identical to an uninterrupted run of the new length."""
     workdir = _copy(trained, tmp_path)
-    change = {"train.steps": 3, "train.keep": 3}  # keep: silent
+    change = {"train.steps": 3, "optim.total_steps": 2, "train.keep": 3}
     cfg = load_config(SPEC, _overrides(memo_jsonl, memo_tokenizer, **change))
     resumed, _, _ = run_sft(cfg, workdir, progress=False)
     straight, _, _ = run_sft(cfg, tmp_path / "straight", progress=False)
@@ -246,4 +248,19 @@ def test_opd_refuses_a_changed_config(memo_tokenizer, tmp_path):
     before = _snapshot(workdir)
     with pytest.raises(ConfigChangeError, match="divergence: 'reverse_kl' -> 'jsd"):
         run_opd(cfg(divergence="jsd(0.5)"), workdir, progress=False)
+    assert _snapshot(workdir) == before
+
+
+def test_a_longer_run_on_a_new_schedule_is_refused_with_the_way_to_keep_it(
+    trained, memo_jsonl, memo_tokenizer, tmp_path
+):
+    workdir = _copy(trained, tmp_path)
+    cfg = load_config(
+        SPEC, _overrides(memo_jsonl, memo_tokenizer, **{"train.steps": 3})
+    )
+    assert cfg.optim.total_steps == 3  # the schedule follows the run's length
+    before = _snapshot(workdir)
+    with pytest.raises(ConfigChangeError, match="optim.total_steps: 2 -> 3") as e:
+        run_sft(cfg, workdir, progress=False)
+    assert "also pass --config.optim.total_steps=2" in str(e.value)
     assert _snapshot(workdir) == before

@@ -150,3 +150,22 @@ def test_hat_convert_of_a_damaged_workdir_names_its_config(
     assert rc == 1 and "Traceback" not in err
     assert f"hat convert: error: {workdir}/" in err and message in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "spec, overrides, total",
+    [
+        (CONFIG, ["train.steps=1000"], 1000),
+        (OPD, ["train.steps=70"], 70),
+        (RL, ["train.steps=9", "rl.inner_steps=2"], 18),  # the schedule counts updates
+        (CONFIG, ["train.steps=1000", "optim.total_steps=50"], 50),  # set: kept
+    ],
+)
+def test_the_schedule_follows_the_run_length(spec, overrides, total, capsys):
+    cfg = load_config(spec, overrides)
+    assert cfg.optim.total_steps == total
+    check_config(cfg)
+    note = capsys.readouterr().err
+    assert ("ends the schedule before the run" in note) == (total == 50)
+    if total == 50:
+        assert "the last 950 run at optim.lr x optim.end_lr_frac" in note
