@@ -4,25 +4,14 @@
 import json
 import os
 
-from hostile_common import BUILTIN, CANARY, FIX, ROOT  # noqa: F401
+from hostile_common import BUILTIN, CANARY, FIX, ROOT, Cases  # noqa: F401
 
-CASES = []
+CASES = Cases()
 GOOD = [json.loads(l) for l in open(FIX / "good.jsonl")]
 TRACE = open(FIX / "good_trace.jsonl").read().splitlines()
 
 
-def c(surface, name, argv, setup, where=None, expect="error", **kw):
-    CASES.append(
-        dict(
-            surface=surface,
-            name=name,
-            argv=argv,
-            setup=setup,
-            where=where,
-            expect=expect,
-            **kw,
-        )
-    )
+c = CASES.add
 
 
 def rows_file(lines):

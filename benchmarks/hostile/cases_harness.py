@@ -6,23 +6,12 @@ import os
 import shutil
 from pathlib import Path
 
-from hostile_common import BUILTIN, CANARY, FIX, ROOT  # noqa: F401
+from hostile_common import BUILTIN, CANARY, FIX, ROOT, Cases  # noqa: F401
 
-CASES = []
+CASES = Cases()
 
 
-def c(surface, name, argv, setup, where=None, expect="error", **kw):
-    CASES.append(
-        dict(
-            surface=surface,
-            name=name,
-            argv=argv,
-            setup=setup,
-            where=where,
-            expect=expect,
-            **kw,
-        )
-    )
+c = CASES.add
 
 
 def canary_seen(d, text):
