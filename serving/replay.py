@@ -111,23 +111,12 @@ BACKENDS: dict[str, Callable[..., tuple]] = {
 }
 
 
-def _read_spec(read_spec: Callable[[], Any] | None, errors: list[str]) -> Any:
-    """The counters now (None: no reader, or it failed: the reason goes to
-    ``errors`` and stderr)."""
-    if read_spec is None:
-        return None
+def _noted(errors: list[str], fails: type, read: Callable[..., Any], *args) -> Any:
+    """``read(*args)``; when it raises ``fails`` (a lying /metrics page, counters
+    that cannot be), None, with the reason in ``errors`` and on stderr."""
     try:
-        return read_spec()
-    except PolicyError as e:
-        errors.append(str(e))
-        print(f"note: no spec-decode counters: {shown(e)}", file=sys.stderr)
-        return None
-
-
-def _spec_delta(before: Any, after: Any, errors: list[str]) -> dict | None:
-    try:
-        return prom.spec_delta(before, after)
-    except ValueError as e:
+        return read(*args)
+    except fails as e:
         errors.append(str(e))
         print(f"note: no spec-decode counters: {shown(e)}", file=sys.stderr)
         return None
@@ -164,10 +153,11 @@ def replay(
     runs, rows, curves = [], [], {}
     for c in concurrency:
         spec_errors: list[str] = []
-        before = _read_spec(read_spec, spec_errors)
+        read = read_spec or (lambda: None)
+        before = _noted(spec_errors, PolicyError, read)
         records = runner(jobs, tools, c)
-        after = _read_spec(read_spec, spec_errors)
-        spec = _spec_delta(before, after, spec_errors)
+        after = _noted(spec_errors, PolicyError, read)
+        spec = _noted(spec_errors, ValueError, prom.spec_delta, before, after)
         summary = metrics.summarize(records, spec)
         runs.append(
             {

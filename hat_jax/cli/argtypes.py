@@ -6,6 +6,7 @@ numpy message or a hang later.
     p.add_argument("--timeout", type=finite(low=0, open_low=True), default=30.0)
     p.add_argument("--limit", type=count(low=1))
     p.add_argument("--concurrency", type=int_list(low=1), default="1")
+    p.add_argument("--mesh", type=parsed(parse_mesh))  # its ValueError: usage error
 """
 
 from __future__ import annotations
@@ -97,3 +98,16 @@ def nonblank(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a non-empty value, got {text!r}")
     return text
+
+
+def parsed(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type from a parser that raises ValueError (its message kept)."""
+
+    def typed(text: str):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    typed.__name__ = parse.__name__
+    return typed

@@ -13,12 +13,11 @@ the partition rules of `hat_jax.parallel`; activations are estimated (see
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
 
-from hat_jax.cli.argtypes import count
+from hat_jax.cli.argtypes import count, parsed
 from hat_jax.cli.config_flags import add_config_args
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*(GB|GiB|G)?\s*$", re.IGNORECASE)
@@ -40,11 +39,13 @@ def add_arguments(p) -> None:
         help="preset device memory: h20 (96 GB), h200 (141 GB), h100, a100; repeat",
     )
     p.add_argument(
-        "--device-memory", type=_arg(parse_memory), help="per device, e.g. 96GB, 80GiB"
+        "--device-memory",
+        type=parsed(parse_memory),
+        help="per device, e.g. 96GB, 80GiB",
     )
     p.add_argument(
         "--mesh",
-        type=_arg(parse_mesh),
+        type=parsed(parse_mesh),
         help="axis sizes, e.g. fsdp=4,expert=2 (default: the config's)",
     )
     p.add_argument(
@@ -58,19 +59,6 @@ def add_arguments(p) -> None:
         "--kv-batch", type=count(1, 2**20), help="rollout sequences in flight"
     )
     p.add_argument("--kv-len", type=count(1, 2**24), help="rollout sequence length")
-
-
-def _arg(parse):
-    """An argparse type from a parser that raises ValueError."""
-
-    def typed(text: str):
-        try:
-            return parse(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    typed.__name__ = parse.__name__
-    return typed
 
 
 def parse_memory(text: str) -> float:

@@ -2,8 +2,6 @@
 malformed replies and API keys. No assertion depends on how fast the machine is:
 the slow servers hold a call 60 s (or forever) against a 1 s deadline."""
 
-import contextlib
-import http.server
 import json
 import threading
 import time
@@ -22,67 +20,11 @@ from hat_jax.eval.backends import BackendOptions, openai_policy, served_models
 from hat_jax.harness import OpenAIPolicy
 from serving.policies import EndpointPolicy
 from sim.judge_llm import Endpoint, LLMJudge, chat
+from tests.local_http import Local, send
 
 CONV = [[{"role": "user", "content": "hi"}]]
 HOLD_S = 60.0  # how long the slow servers hold a request: far past any deadline
 GOOD = {"choices": [{"text": "ok", "token_ids": [1], "finish_reason": "stop"}]}
-
-
-class Local:
-    """A ThreadingHTTPServer on 127.0.0.1; ``respond(handler, n)`` answers the
-    n-th request (from 0; ``handler.local`` is this server). Records each
-    request's path and headers."""
-
-    def __init__(self, respond):
-        self.respond, self.requests = respond, []
-        self.stop = threading.Event()  # releases handlers that hold or drip
-        self.gone = threading.Event()
-        self.lock = threading.Lock()
-        local = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                self.handle_any()
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.handle_any()
-
-            def handle_any(self):
-                self.local = local
-                with local.lock:
-                    n = len(local.requests)
-                    local.requests.append((self.path, dict(self.headers)))
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    local.respond(self, n)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def send(h, code, data, headers=(), length=True):
-    data = data if isinstance(data, bytes) else json.dumps(data).encode()
-    h.send_response(code)
-    h.send_header("Content-Type", "application/json")
-    for k, v in headers:
-        h.send_header(k, v)
-    if length:
-        h.send_header("Content-Length", str(len(data)))
-    h.end_headers()
-    h.wfile.write(data)
 
 
 def answer(reply, code=200, headers=()):

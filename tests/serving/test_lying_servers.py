@@ -3,10 +3,7 @@ naming it (a replay counts it and carries on), never an http.client traceback, a
 hang or a redirect followed. No assertion depends on the machine's speed: the
 stalling server holds a request 60 s against a 1 s deadline."""
 
-import contextlib
-import http.server
 import json
-import threading
 import time
 
 import pytest
@@ -16,6 +13,7 @@ from hat_jax.cli.main import main
 from hat_jax.endpoint import PolicyError, PolicyTimeout
 from serving import prom
 from serving.launch import VLLMServer
+from tests.local_http import Local
 
 HOLD_S = 60.0
 GOOD_PAGE = (
@@ -25,39 +23,8 @@ GOOD_PAGE = (
 )
 
 
-class Lying:
-    """A server on 127.0.0.1 whose every GET is ``respond(handler)``."""
-
-    def __init__(self, respond):
-        self.stop, self.paths = threading.Event(), []
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                owner.paths.append(self.path)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    respond(self, owner)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def reply(code=200, body=b"", headers=(), length=None):
-    def respond(h, owner):
+    def respond(h, n):
         h.send_response(code)
         for k, v in headers:
             h.send_header(k, v)
@@ -68,13 +35,13 @@ def reply(code=200, body=b"", headers=(), length=None):
     return respond
 
 
-def stall(h, owner):
+def stall(h, n):
     h.send_response(200)
     h.send_header("Content-Length", "1000")
     h.end_headers()
     h.wfile.write(b"vllm:")
     h.wfile.flush()
-    owner.stop.wait(HOLD_S)
+    h.local.stop.wait(HOLD_S)
 
 
 LIARS = [
@@ -92,7 +59,7 @@ LIARS = [
 
 @pytest.mark.parametrize("respond, why", LIARS)
 def test_a_lying_metrics_page_is_a_policy_error(respond, why):
-    with Lying(respond) as server:
+    with Local(respond) as server:
         with pytest.raises(PolicyError, match=why) as e:
             prom.read_spec(server.url + "/v1")
     assert "/metrics" in str(e.value)
@@ -100,7 +67,7 @@ def test_a_lying_metrics_page_is_a_policy_error(respond, why):
 
 
 def test_a_stalling_metrics_page_hits_the_deadline():
-    with Lying(stall) as server:
+    with Local(stall) as server:
         t0 = time.monotonic()
         with pytest.raises(PolicyTimeout, match="deadline passed"):
             prom.read_spec(server.url, timeout_s=1.0)
@@ -109,11 +76,11 @@ def test_a_stalling_metrics_page_hits_the_deadline():
 
 def test_a_page_without_counters_or_with_odd_lines_reads():
     odd = '# HELP x\nlonely_name\nbraces{a="}"}\nvllm:other 1 2 3\n' + GOOD_PAGE
-    with Lying(reply(body=odd.encode())) as server:
+    with Local(reply(body=odd.encode())) as server:
         assert prom.read_spec(server.url) == {
             "drafts": 4.0, "draft_tokens": 8.0, "accepted_tokens": 6.0,
         }  # fmt: skip
-    with Lying(reply(body=b"vllm:other 1\n")) as server:
+    with Local(reply(body=b"vllm:other 1\n")) as server:
         assert prom.read_spec(server.url) is None
 
 
@@ -142,7 +109,7 @@ class LyingMetrics(FakeServer):
         def do_GET(h):
             if h.path != "/metrics":
                 return plain_get(h)
-            reply(body=b"vllm:spec", length=5000)(h, self)
+            reply(body=b"vllm:spec", length=5000)(h, 0)
 
         handler.do_GET = do_GET
 
@@ -172,7 +139,7 @@ def test_replay_counts_a_lying_metrics_page_and_finishes(tmp_path, small_trace, 
     ],
 )
 def test_a_lying_health_check_is_not_healthy_and_says_why(respond, why):
-    with Lying(respond) as server:
+    with Local(respond) as server:
         vllm = VLLMServer(["--port", str(server.port)])
         assert vllm.healthy() is False
     assert why in vllm.last_check and "/health" in vllm.last_check
@@ -180,7 +147,7 @@ def test_a_lying_health_check_is_not_healthy_and_says_why(respond, why):
 
 
 def test_a_stalling_health_check_ends_at_its_deadline():
-    with Lying(stall) as server:
+    with Local(stall) as server:
         vllm = VLLMServer(["--port", str(server.port)])
         t0 = time.monotonic()
         assert vllm.healthy() is False
@@ -189,7 +156,7 @@ def test_a_stalling_health_check_ends_at_its_deadline():
 
 
 def test_an_honest_health_check_passes():
-    with Lying(reply()) as server:
+    with Local(reply()) as server:
         vllm = VLLMServer(["--port", str(server.port)])
         assert vllm.healthy() and vllm.last_check == "healthy"
 
