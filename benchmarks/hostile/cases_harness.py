@@ -317,29 +317,24 @@ c(
 # HF folders
 
 
+def _weights(folder, data: bytes) -> None:
+    """Every weight file of the folder overwritten with ``data``."""
+    for p in folder.glob("*.safetensors"):
+        p.write_bytes(data)
+
+
 def hf(fn):
+    """A copy of run.py's tiny HF folder (config and weights, no tokenizer) with
+    ``fn(config_dict, folder)`` applied: only the mutation can make it fail."""
+
     def setup(d):
-        (d / "m").mkdir()
-        cfg = {
-            "architectures": ["Qwen3ForCausalLM"],
-            "model_type": "qwen3",
-            "vocab_size": 64,
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "head_dim": 8,
-            "max_position_embeddings": 64,
-            "rms_norm_eps": 1e-6,
-            "rope_theta": 10000.0,
-            "tie_word_embeddings": True,
-        }
+        shutil.copytree(FIX / "tiny_hf", d / "m")
+        path = d / "m" / "config.json"
+        cfg = json.loads(path.read_text())
+        path.unlink()
         fn(cfg, d / "m")
-        if not (d / "m" / "config.json").exists():
-            (d / "m" / "config.json").write_text(
-                json.dumps(cfg) if not isinstance(cfg, str) else cfg
-            )
+        if not path.exists():
+            path.write_text(json.dumps(cfg))
 
     return setup
 
@@ -357,12 +352,10 @@ HF = {
     "rope_theta str": lambda c, m: c.update(rope_theta="big"),
     "model_type unknown": lambda c, m: c.update(model_type="gpt9"),
     "config list": lambda c, m: (m / "config.json").write_text("[1]"),
-    "no weights": lambda c, m: None,
-    "safetensors garbage": lambda c, m: (m / "model.safetensors").write_bytes(
-        b"\xff" * 64
-    ),
-    "safetensors huge header": lambda c, m: (m / "model.safetensors").write_bytes(
-        (2**62).to_bytes(8, "little") + b"{}"
+    "no weights": lambda c, m: [p.unlink() for p in m.glob("model*.safetensors*")],
+    "safetensors garbage": lambda c, m: _weights(m, b"\xff" * 64),
+    "safetensors huge header": lambda c, m: _weights(
+        m, (2**62).to_bytes(8, "little") + b"{}"
     ),
     "index escapes": lambda c, m: (m / "model.safetensors.index.json").write_text(
         json.dumps({"weight_map": {"a": "../../etc/passwd"}})
@@ -370,13 +363,24 @@ HF = {
     "tokenizer garbage": lambda c, m: (m / "tokenizer.json").write_text("{not json"),
     "config is dir": lambda c, m: (m / "config.json").mkdir(),
 }
+# the text a clear error for the case must hold (its cause, not another one)
+HF_WHY = {
+    "heads 0": "num_attention_heads", "hidden -16": "hidden_size",
+    "layers 1e9": "num_hidden_layers", "vocab 4294967400": "vocab_size",
+    "heads not divisible": "do not fit config.json", "eps nan": "rms_norm_eps",
+    "rope_parameters str": "rope_parameters", "rope_theta str": "rope_theta",
+    "model_type unknown": "model_type", "config list": "config.json",
+    "no weights": "no model.safetensors", "safetensors garbage": ".safetensors: not a readable",
+    "safetensors huge header": ".safetensors: not a readable", "index escapes": "weight_map",
+    "tokenizer garbage": "tokenizer.json", "config is dir": "config.json",
+}  # fmt: skip
 for name, fn in HF.items():
     c(
         "convert",
         f"convert hf: {name}",
         ["convert", "{d}/m", "{d}/o"],
         hf(fn),
-        where="/m",
+        where=HF_WHY[name],
         timeout=120,
     )
     if name in (
@@ -391,7 +395,7 @@ for name, fn in HF.items():
             f"chat hf: {name}",
             ["chat", "--model", "{d}/m", "--prompt", "hi", "--max-new-tokens", "2"],
             hf(fn),
-            where="/m",
+            where=HF_WHY[name],
             timeout=120,
         )
         c(
@@ -399,7 +403,7 @@ for name, fn in HF.items():
             f"export hf: {name}",
             ["export", "{d}/m", "--out", "{d}/o"],
             hf(fn),
-            where="/m",
+            where=HF_WHY[name],
             timeout=120,
         )
 

@@ -128,12 +128,28 @@ def run_case(case):
 
 
 def _fixtures(folder: Path) -> None:
-    """Good inputs the cases mutate: 3 trajectories, a 5-message trace, a canary."""
+    """Good inputs the cases mutate: 3 trajectories, a 5-message trace, a tiny
+    HF model folder, a canary."""
     (folder / "canary.txt").write_text("CANARY-SECRET-42\n")
     good = ["sim", "generate", "--harness", "taolive_v1", "--n", "3"]
     trace = ["trace", "make", "--n-messages", "5", "--rooms", "2", "--rate", "0.5"]
     for argv, out in ((good, "good.jsonl"), (trace, "good_trace.jsonl")):
         subprocess.run([HAT, *argv, "--out", str(folder / out)], check=True)
+    subprocess.run([sys.executable, "-c", TINY_HF, str(folder / "tiny_hf")], check=True)
+
+
+# A 1-layer Qwen3 saved as transformers writes it (config and weights, no
+# tokenizer): the model folder the HF cases mutate.
+TINY_HF = """
+import sys
+from hat_jax.checkpoints.hf import save_hf
+from hat_jax.models import ModelConfig, build_model
+cfg = dict(model_type="qwen3", vocab_size=64, hidden_size=16, intermediate_size=32,
+           num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+           head_dim=8, max_position_embeddings=64, rms_norm_eps=1e-6,
+           rope_theta=10000.0, tie_word_embeddings=True)
+save_hf(build_model(ModelConfig.from_hf(cfg)), sys.argv[1])
+"""
 
 
 def main() -> None:

@@ -182,7 +182,10 @@ def load_hf(folder: str | Path, **overrides) -> tuple[CausalLM, ModelConfig]:
     folder = Path(folder)
     cfg = load_config(folder, **overrides)
     src = TensorSource.from_folder(folder)
-    model = load_params(abstract_model(cfg), src)
+    try:
+        model = load_params(abstract_model(cfg), src)
+    except ValueError as e:  # a missing, extra or misshapen tensor
+        raise ValueError(f"{folder}: the weights do not fit config.json: {e}") from None
     return model, cfg
 
 

@@ -71,7 +71,7 @@ def gather_param(
         name = rule.hf.format(**groups)
         x = get(name)
         if x is None:
-            raise KeyError(f"missing tensor {name!r} (for parameter {path!r})")
+            raise ValueError(f"missing tensor {name!r} (for parameter {path!r})")
         x, used = rule.to_ours(x), [name]
     else:
         parts, used = [], []
@@ -79,7 +79,7 @@ def gather_param(
             name = rule.hf.format(e=e, **groups)
             t = get(name)
             if t is None:
-                raise KeyError(f"missing tensor {name!r} (for parameter {path!r})")
+                raise ValueError(f"missing tensor {name!r} (for parameter {path!r})")
             parts.append(rule.to_ours(t))
             used.append(name)
         x = np.stack(parts)

@@ -189,3 +189,21 @@ def test_fields_of_a_run_config_are_checked_too(change, message):
     with pytest.raises(ValueError) as e:
         config_from_fields(fields)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_hidden_layers": TINY["num_hidden_layers"] + 1}, "missing tensor"),
+        ({"num_attention_heads": 2 * TINY["num_attention_heads"]}, "shape mismatch"),
+    ],
+)
+def test_weights_that_do_not_fit_the_config_name_the_folder(
+    folder, tmp_path, capsys, change, message
+):
+    path = folder / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    rc = hat_main(["convert", str(folder), str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and message in err
+    assert f"{folder}: the weights do not fit config.json: " in err
