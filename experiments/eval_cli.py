@@ -5,7 +5,9 @@ Suites: t1 (Live-Stream QA, 2,000 cases), t2 (Harness-Variant QA, 1,000), t3
 two harnesses), ifeval (541 prompts). Each case is rolled out through the agent
 loop under its harness (plain chat for IFEval), judged, and written as one
 record to OUT/SUITE/records.jsonl; OUT/summary.json and OUT/summary.md hold
-the means with 95 % bootstrap intervals and the breakdowns. Run the same
+the means with 95 % bootstrap intervals and the breakdowns (summary.json
+also its "provenance": git SHA, command line, packages, devices, settings;
+`hat_jax.provenance`). Run the same
 command again to resume: cases with a record are skipped (a bigger --limit
 extends a run). Decoding is greedy unless --temperature is set.
 
@@ -35,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.suites import SuiteOptions, get_suite
+from hat_jax import provenance
 from hat_jax.cli.argtypes import count, finite, seed
 from hat_jax.endpoint import API_KEY_ENV, api_key_from_env
 from hat_jax.eval.backends import FIXED_SENTENCE, BackendOptions, make_policy
@@ -299,6 +302,10 @@ def run(args) -> int:
         "cases": totals,
         "metrics": flat_metrics(summaries),
         "suites": summaries,
+        # where and how it ran; its config: what decides the records, the sets
+        "provenance": provenance.collect(
+            config={**_config(args), "suites": names, "limit": args.limit}
+        ),
     }
     _write(out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
     _write(out / "summary.md", summary_markdown(summary))

@@ -1,14 +1,15 @@
-"""Curves from a run's metrics.jsonl as a standalone SVG (no plotting library).
+"""Curves from a run's metrics.jsonl as a figure (matplotlib, Agg): PNG, SVG or
+PDF, by the --out file's extension.
 
     python -m experiments.plot_curve runs/rl_tiny/metrics.jsonl \\
         --keys eval/reward eval/accuracy --out docs/rl_tiny_curve.svg
 
 Each key is drawn over the steps whose rows hold it (train rows and eval rows
-share the file). ``--summary FILE`` writes the first and last value of each key
-(the numbers the curve is reported with), the seconds the run spent, the run's
-config groups (from the config.json beside the metrics) and, with
-``--eval-dir``, the paired per-case change between the first and the last
-evaluation.
+share the file), in the style of the paper's figures (paper/figures.py).
+``--summary FILE`` writes the first and last value of each key (the numbers the
+curve is reported with), the seconds the run spent, the run's config groups
+(from the config.json beside the metrics) and, with ``--eval-dir``, the paired
+per-case change between the first and the last evaluation.
 """
 
 from __future__ import annotations
@@ -17,16 +18,29 @@ import argparse
 import json
 import os
 from collections.abc import Sequence
-from html import escape
 
-import numpy as np
+import matplotlib
 
-from hat_jax.train.metrics import read_metrics
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from hat_jax.train.metrics import read_metrics  # noqa: E402
 
 CONFIG_KEYS = ("init_from", "seed", "model", "optim", "train", "rollout", "eval", "rl")
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-W, H = 700, 400  # canvas
-LEFT, RIGHT, TOP, BOTTOM = 60, 190, 40, 50  # margins (legend on the right)
+FORMATS = ("png", "svg", "pdf")
+STYLE = {  # every figure's style (paper/figures.py uses it too)
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "legend.fontsize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 def series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
@@ -86,77 +100,58 @@ def paired_change(eval_dir: str, first: int, last: int) -> dict[str, float]:
     }
 
 
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+def figure(rows: Sequence[dict], keys: Sequence[str], *, title: str = "") -> Figure:
+    """A line chart of ``keys`` against the step, one line (with markers) per key
+    and the legend outside the axes on the right.
 
-
-def svg(rows: Sequence[dict], keys: Sequence[str], *, title: str = "") -> str:
-    """An SVG line chart of ``keys`` against the step."""
+    Raises:
+      ValueError: no row holds any of ``keys``.
+    """
     data = {k: series(rows, k) for k in keys}
-    pts = [p for s in data.values() for p in s]
-    if not pts:
+    if not any(data.values()):
         raise ValueError(f"no row of the metrics holds any of {list(keys)}")
-    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
-    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
-    pad = (y1 - y0) * 0.05 or 0.05
-    y0, y1 = y0 - pad, y1 + pad
-    x1 = x1 if x1 > x0 else x0 + 1
-    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.0, 4.0))
+        for k, s in data.items():
+            x, y = zip(*s) if s else ((), ())
+            ax.plot(x, y, marker=".", lw=1.6, label=k if s else f"{k} (no rows)")
+        lo, hi = ax.get_xlim()
+        if hi - lo < 2:  # one or two steps: whole-step ticks around them
+            ax.set_xlim(np.floor(lo) - 0.5, np.ceil(hi) + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are integers
+        ax.set_xlabel("step")
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+        fig.tight_layout()
+    return fig
 
-    def sx(x):
-        return LEFT + (x - x0) / (x1 - x0) * pw
 
-    def sy(y):
-        return TOP + (1 - (y - y0) / (y1 - y0)) * ph
+def out_format(path: str) -> str:
+    """The figure format a file name asks for: its extension, lower case."""
+    return os.path.splitext(path)[1].lower().lstrip(".")
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-        'font-family="sans-serif" font-size="12">',
-        f'<rect width="{W}" height="{H}" fill="white"/>',
-        f'<text x="{LEFT}" y="22" font-size="14">{escape(title)}</text>',
-        f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" '
-        'stroke="#444"/>',
-    ]
-    for y in _ticks(y0, y1):
-        out.append(
-            f'<line x1="{LEFT - 4}" x2="{LEFT + pw}" y1="{sy(y):.1f}" '
-            f'y2="{sy(y):.1f}" stroke="#ddd"/>'
-            f'<text x="{LEFT - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">'
-            f"{y:.3f}</text>"
-        )
-    for x in sorted({round(v) for v in _ticks(x0, x1)}):  # steps are integers
-        out.append(
-            f'<text x="{sx(x):.1f}" y="{TOP + ph + 18}" text-anchor="middle">'
-            f"{x:.0f}</text>"
-        )
-    out.append(
-        f'<text x="{LEFT + pw / 2}" y="{H - 12}" text-anchor="middle">step</text>'
-    )
-    for i, (k, s) in enumerate(data.items()):
-        color = COLORS[i % len(COLORS)]
-        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s)
-        out.append(
-            f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>'
-        )
-        out.extend(
-            f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>'
-            for x, y in s
-        )
-        ly = TOP + 14 + 18 * i
-        out.append(
-            f'<line x1="{LEFT + pw + 12}" x2="{LEFT + pw + 32}" y1="{ly - 4}" '
-            f'y2="{ly - 4}" stroke="{color}" stroke-width="2"/>'
-            f'<text x="{LEFT + pw + 38}" y="{ly}">{escape(k)}</text>'
-        )
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+
+def save(fig: Figure, path: str) -> None:
+    """Writes ``fig`` in the format ``path`` names (.png, .svg, .pdf), without a
+    timestamp in the file, and closes it."""
+    fmt = out_format(path)
+    if fmt not in FORMATS:
+        plt.close(fig)
+        raise ValueError(f"{path!r}: expected a {'/'.join(FORMATS)} file name")
+    meta = {"Date": None} if fmt in ("svg", "pdf") else {}
+    with plt.rc_context({"svg.hashsalt": "plot_curve"}):  # stable SVG ids
+        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=meta)
+    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="plot_curve", description=__doc__)
     p.add_argument("metrics", help="a metrics.jsonl")
     p.add_argument("--keys", nargs="+", default=["eval/reward"])
-    p.add_argument("--out", required=True, help="the SVG file to write")
+    p.add_argument(
+        "--out", required=True, help="the figure to write: a .png, .svg or .pdf file"
+    )
     p.add_argument("--title", default="")
     p.add_argument("--summary", help="also write first/last values as JSON here")
     p.add_argument(
@@ -165,9 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and last evaluation of the first key (its <step>.json files)",
     )
     args = p.parse_args(argv)
+    if out_format(args.out) not in FORMATS:
+        p.error(f"--out {args.out!r}: expected a {'/'.join(FORMATS)} file name")
     rows = read_metrics(args.metrics)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(svg(rows, args.keys, title=args.title))
+    save(figure(rows, args.keys, title=args.title), args.out)
     if args.summary:
         out = summary(rows, args.keys)
         if args.eval_dir:

@@ -20,11 +20,16 @@ comparisons); ``eval.n_cases = 0`` turns it off.
 
 Outputs in the workdir: config.json, metrics.jsonl (train rows every step; eval
 rows at step 0 when ``eval.at_start``, every ``eval.every`` steps and at the
-end), tb/, ckpt/ (every ``train.save_every`` steps and the last, the newest
-``train.keep`` kept). Run the same command again to resume from the newest
-checkpoint: a step's tasks, harness draws and sampling seeds are functions of
-(seed, step) only, so a resumed run ends bit-identical to an uninterrupted one
-(metrics rows after the checkpoint are dropped and written again). Another
+end; ``rl/frac_reward_zero_std``: the share of groups whose total reward has
+std 0, as TRL logs it), rollouts.jsonl (per step every rollout's rewards and
+advantages, the reply text of the first ``tracking.rollout_samples``, also in
+TensorBoard's text tab: ``hat_jax.train.rollout_log``), tb/ (or
+tb/<tracking.name>), wandb/ (with ``tracking.wandb``), ckpt/ (every
+``train.save_every`` steps and the last, the newest ``train.keep`` kept).
+Run the same command again to resume from the newest checkpoint: a step's
+tasks, harness draws and sampling seeds are functions of (seed, step) only, so a
+resumed run ends bit-identical to an uninterrupted one (metrics rows and
+rollouts.jsonl lines after the checkpoint are dropped and written again). Another
 config is refused unless ``--fresh`` or ``--allow-config-change``
 (``hat_jax.train.workdir.open_run``). The KL reference is always the starting
 model (``init_from``), not the checkpoint.
@@ -61,9 +66,11 @@ from hat_jax.train.metrics import (
     check_finite,
     trim_metrics,
 )
-from hat_jax.train.rl import jit_rl_step
+from hat_jax.train.rl import compute_advantages, jit_rl_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
+from hat_jax.train.rollout_log import RolloutLog, markdown, rollout_rows
 from hat_jax.train.state import init_state, make_optimizer
+from hat_jax.train.tracking import check_tracking
 from hat_jax.train.workdir import check_config, open_run, restore_latest
 from sim.binding import bind, canonical_mapping
 from sim.datasets import fault_config, make_cases
@@ -277,6 +284,22 @@ def rollout_metrics(cfg, episodes, trajs, specs: int) -> dict[str, float]:
     }
 
 
+def log_rollouts(cfg, log, writer, step, episodes, trajs, batch, samples) -> None:
+    """The step's line of rollouts.jsonl and its TensorBoard text (samples > 0).
+
+    The advantages are recomputed on the host from the batch (the jitted step's
+    own, as ``compute_advantages`` is deterministic); nothing here touches the
+    train state or an RNG.
+    """
+    adv = compute_advantages(
+        jnp.asarray(batch["rewards"]), jnp.asarray(batch["reasoning"]), cfg.rl
+    )
+    rows = rollout_rows(episodes, trajs, jax.device_get(adv), samples)
+    log.append(step, rows)
+    if samples > 0:
+        writer.text(step, "rl/rollouts", markdown(rows))
+
+
 def progress_line(step: int, steps: int, m: dict[str, float]) -> str:
     reward = np.mean([v for k, v in m.items() if k.startswith("rl/reward/")])
     ev = f"eval {m['eval/reward']:.3f} " if "eval/reward" in m else ""
@@ -303,6 +326,7 @@ def run_rl(
       (final train state, graphdef, last train metrics incl. the last eval).
     """
     check_config(cfg)
+    check_tracking(cfg.get("tracking"))
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     lora = cfg.get("lora")
@@ -376,7 +400,14 @@ def run_rl(
         # rows after the checkpoint (all of them without one) are written again
         trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
         run.commit(start)  # config.json only now: a failed restore keeps the old
-        with MetricsWriter(workdir) as writer:
+        log = RolloutLog(workdir, start)  # lines after the checkpoint: again
+        samples = int(cfg.get("tracking", {}).get("rollout_samples", 0) or 0)
+        with MetricsWriter(
+            workdir,
+            tracking=cfg.get("tracking"),
+            config=run.record,
+            purge_step=start + 1 if start else 0,
+        ) as writer:
             if start == 0 and cfg.eval.at_start and held_out:
                 writer.write(0, run_eval(0))
             for step in range(start + 1, steps + 1):
@@ -394,6 +425,7 @@ def run_rl(
                 metrics.update(rollout_metrics(cfg, episodes, trajs, specs))
                 metrics["rl/rollout_s"] = rollout_s
                 metrics["rl/step_s"] = time.perf_counter() - t0
+                log_rollouts(cfg, log, writer, step, episodes, trajs, batch, samples)
                 if (every and step % every == 0) or step == steps:
                     metrics.update(run_eval(step))
                 writer.write(step, metrics)

@@ -1,12 +1,18 @@
-"""Generate and inspect simulator datasets: gold trajectories as JSONL.
+"""Generate and inspect simulator datasets: gold trajectories as JSONL or tfds.
 
 `generate` simulates rooms of one split (train, dev and test catalogs never
 overlap), answers `--n` viewer messages with the oracle teacher under the
 harness, optionally applies Harness-State Augmentation to each trajectory
 (`--ops SPEC`, or a spec sampled per trajectory from `--family`; seeded by
 (seed, index); invalid augmentations are counted and kept un-augmented), and
-writes JSONL that is byte-identical for identical arguments. `report` prints a
-file's intent and language mix, statuses, tool and skill stats and size.
+writes JSONL that is byte-identical for identical arguments. With `--format
+tfds` the same rows go into a tensorflow-datasets ArrayRecord dataset folder
+instead (`sim/tfds_builder.py`; split `--split`; each row's `trajectory` feature
+is the JSONL line, byte for byte), built under a hidden temporary name and
+renamed to `--out` when complete; `hat train sft --config.data.train=tfds:DIR`
+reads it through tfds' data source and grain, with the same batches as the
+JSONL. `report` prints a JSONL file's intent and language mix, statuses, tool
+and skill stats and size.
 
 Examples:
   hat sim generate --harness taolive_v1 --n 10000 --seed 0 --split train \\
@@ -15,6 +21,8 @@ Examples:
       --family tool_renames --fault-rate 0.1 --out data/dev_hsa.jsonl
   hat sim generate --harness taolive_v1 --n 200 --seed 2 --split test \\
       --ops "rename_tools|reorder_sections" --out data/test_ops.jsonl
+  hat sim generate --harness taolive_v1 --n 10000 --seed 0 --split train \\
+      --format tfds --out data/train_tfds     # then data.train=tfds:data/train_tfds
   hat sim report data/train.jsonl
 """
 
@@ -42,11 +50,14 @@ HSA_STREAM = 7  # keeps augmentation draws apart from other uses of (seed, index
 PROGRESS_MIN = 1000  # show a progress bar from this many trajectories up
 MAX_N = 10_000_000  # trajectories one call writes at most
 MAX_MESSAGES_PER_ROOM = 1000  # a room receives a few hundred in a stream
+FORMATS = ("jsonl", "tfds")
 
 
 def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="sim_command", required=True)
-    g = sub.add_parser("generate", help="write gold trajectories as JSONL")
+    g = sub.add_parser(
+        "generate", help="write gold trajectories as JSONL (or a tfds dataset)"
+    )
     g.add_argument(
         "--harness", required=True, type=nonblank, help="harness folder or builtin name"
     )
@@ -72,7 +83,19 @@ def add_arguments(p) -> None:
     g.add_argument(
         "--messages-per-room", type=count(1, MAX_MESSAGES_PER_ROOM), default=8
     )
-    g.add_argument("--out", required=True, type=nonblank, help="output JSONL file")
+    g.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="jsonl",
+        help="jsonl: one JSON trajectory per line (default); tfds: an ArrayRecord "
+        "dataset folder of the same rows, for data.train=tfds:DIR",
+    )
+    g.add_argument(
+        "--out",
+        required=True,
+        type=nonblank,
+        help="output JSONL file, or dataset folder with --format tfds",
+    )
     r = sub.add_parser("report", help="mixes, statuses and size of a JSONL file")
     r.add_argument("file", help="a file written by `hat sim generate`")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -126,7 +149,12 @@ def _mix(shares: dict[str, float]) -> str:
 
 def _generate(args) -> int:
     out = Path(args.out)
-    if out.is_dir():  # refused before the simulation, not after it
+    tfds = getattr(args, "format", "jsonl") == "tfds"
+    if tfds:  # refused before the simulation, not after it
+        from sim.tfds_builder import check_target, write_tfds
+
+        check_target(out)
+    elif out.is_dir():
         raise ValueError(f"--out {shown(out)} is a folder (expected a JSONL file)")
     t0 = time.perf_counter()
     harness = load_harness(args.harness)
@@ -156,11 +184,17 @@ def _generate(args) -> int:
                 progress=bar.update,
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_dataset(trajs, out)
+    if tfds:
+        write_tfds(trajs, out, split=args.split)
+        size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
+    else:
+        write_dataset(trajs, out)
+        size = out.stat().st_size
     s = summarize(trajs)
-    tools, mb = s["tool_calls_mean"], out.stat().st_size / 1e6
+    tools, mb = s["tool_calls_mean"], size / 1e6
+    what = f"tfds split {args.split}, " if tfds else ""
     print(
-        f"wrote {s['n']} trajectories to {shown(out)} ({mb:.1f} MB, "
+        f"wrote {s['n']} trajectories to {shown(out)} ({what}{mb:.1f} MB, "
         f"{time.perf_counter() - t0:.1f} s) | intents {_mix(s['intent'])} | "
         f"langs {_mix(s['lang'])} | status {s['status']} | "
         f"faults {sum(s['faults'].values())} | tool calls/turn {tools:.2f}"

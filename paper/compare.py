@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hat_jax.eval.stats import bootstrap, case_mean_ci
+from hat_jax.eval.compare import paired_scores
+from hat_jax.eval.stats import case_mean_ci, paired_difference
 from paper.checks import WEIGHTS  # metric -> the score weighting it per case
 from paper.results import Run, Stat
 
@@ -54,25 +55,13 @@ def _stat(d: dict) -> Stat | None:
     return Stat.from_summary(d) if d.get("mean") is not None else None
 
 
-def _diff(xa, xb, w):  # each [R, n] -> [R]
-    return (xa * w).sum(-1) / w.sum(-1) - (xb * w).sum(-1) / w.sum(-1)
-
-
 def paired_arrays(
     a: Sequence[dict], b: Sequence[dict], metric: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-case values of ``metric`` in ``a`` and ``b`` and the case weights, over
-    the ids both hold a score for (in ``a``'s order)."""
-    weight = WEIGHTS.get(metric)
-    by_id = {r["id"]: r["scores"] for r in b if metric in r["scores"]}
-    xa, xb, w = [], [], []
-    for r in a:
-        s = r["scores"]
-        if metric in s and r["id"] in by_id:
-            xa.append(s[metric])
-            xb.append(by_id[r["id"]][metric])
-            w.append(s[weight] if weight else 1.0)
-    return (np.asarray(xa, float), np.asarray(xb, float), np.asarray(w, float))
+    the ids both hold a score for (in ``a``'s order;
+    ``hat_jax.eval.compare.paired_scores``)."""
+    return paired_scores(a, b, metric, WEIGHTS.get(metric))
 
 
 def paired(
@@ -86,8 +75,8 @@ def paired(
         return None
     ww = w if metric in WEIGHTS else None
     sa, sb = _stat(case_mean_ci(xa, ww)), _stat(case_mean_ci(xb, ww))
-    ci = bootstrap(_diff, xa, xb, w)
-    d = Stat(float(_diff(xa, xb, w)), *(ci or (None, None)), n=int(xa.size))
+    gap = paired_difference(xb, xa, w)  # mean(xa) - mean(xb): the tables' a - b
+    d = Stat(gap["diff"], *(gap["ci"] or (None, None)), n=gap["n"])
     return sa, sb, d
 
 

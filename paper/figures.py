@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from experiments.plot_curve import STYLE  # noqa: E402  (one figure style)
 from paper.results import Sweep  # noqa: E402
 from paper.tables.ablation import DIMENSION_NAMES, SUITES, effects, groups  # noqa: E402
 
@@ -29,16 +30,6 @@ LOSS_UNITS = {  # what train/loss is in each stage
     "sft": "cross-entropy (nats / token)",
     "opd": "KL to the base (nats / token)",
     "rl": "policy loss (surrogate)",
-}
-STYLE = {
-    "font.size": 11,
-    "axes.titlesize": 12,
-    "axes.labelsize": 11,
-    "legend.fontsize": 9,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
 }
 SMOOTH_FROM = 50  # points; longer curves get a smoothed line over the faint raw one
 

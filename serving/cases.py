@@ -13,7 +13,7 @@ import dataclasses
 from hat_jax.harness import Harness, TurnRequest, load_harness
 from serving.trace import Message, Trace, TraceError
 from sim.binding import bind
-from sim.oracle import case_request
+from sim.oracle import Case, case_request
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +30,20 @@ class Job:
         return self.message.t
 
 
+def trace_cases(trace: Trace) -> dict[str, Case]:
+    """The simulator cases behind a trace's messages, by case id."""
+    from sim.datasets import make_cases
+
+    h = trace.header
+    per_room = h["messages_per_room"]
+    # The very cases make_trace drew: about n_messages of them, whatever the
+    # number of session lines (read_trace holds per_room to n_messages / rooms).
+    cases = make_cases(
+        h["split"], h["seed"], per_room * h["rooms"], messages_per_room=per_room
+    )
+    return {c.case_id: c for c in cases}
+
+
 def trace_jobs(
     trace: Trace, path: str = "<trace>", *, prompt_format: str | None = None
 ) -> list[Job]:
@@ -40,16 +54,7 @@ def trace_jobs(
       TraceError: a message's case is unknown to the simulator, or its text
         differs from what the simulator renders now.
     """
-    from sim.datasets import make_cases
-
-    h = trace.header
-    per_room = h["messages_per_room"]
-    # The very cases make_trace drew: about n_messages of them, whatever the
-    # number of session lines (read_trace holds per_room to n_messages / rooms).
-    cases = make_cases(
-        h["split"], h["seed"], per_room * h["rooms"], messages_per_room=per_room
-    )
-    by_id = {c.case_id: c for c in cases}
+    by_id = trace_cases(trace)
     bindings = {}
     for s in trace.sessions:
         if s.harness not in bindings:

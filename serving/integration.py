@@ -11,9 +11,14 @@
    is, teacher-forced on vLLM's own ids, our argmax or within one bf16 ulp of
    our top logit (vLLM computes in bf16: it cannot order logits closer than
    that; :func:`bf16_ties`). The check passes when every prompt is one of them.
-4. A short replay through vLLM (``serving.replay``, endpoint backend); every
+4. vLLM's tool path (``serving.toolcheck``): ``/v1/chat/completions`` with the
+   harness's tools, free and with the reply forced to the oracle's gold tool
+   calls in our format, and vLLM's parser classes run directly on our
+   rendering of a fixed set of calls (both formats, before the server starts):
+   vLLM's parsed ``tool_calls`` must equal ours on the identical raw text.
+5. A short replay through vLLM (``serving.replay``, endpoint backend); every
    summary metric must be present.
-5. The server is stopped; ``integration.json`` records the outcome.
+6. The server is stopped; ``integration.json`` records the outcome.
 
     python -m serving.integration --serve-python .venv-serve/bin/python \\
         --out runs/serve-test
@@ -119,10 +124,12 @@ def main(argv=None) -> int:
     from hat_jax.harness.prompt import render_system_prompt
     from hat_jax.sampling import Sampler, SamplingParams
     from hat_jax.text.qwen_tokenizer import load_qwen3_6_tokenizer
-    from serving.cases import trace_jobs
+    from serving.cases import trace_cases, trace_jobs
+    from serving.chat_template import TOOL_PARSERS
     from serving.export import export
     from serving.launch import VLLMServer, vllm_args
     from serving.replay import ReplayOptions, replay
+    from serving.toolcheck import run_direct, run_served, summary
     from serving.trace import make_trace, read_trace, write_trace
 
     out = Path(args.out)
@@ -144,7 +151,8 @@ def main(argv=None) -> int:
                    arrivals="poisson", rate=1.0, seed=0),
         out / "trace.jsonl",
     )  # fmt: skip
-    jobs = trace_jobs(read_trace(trace_path))
+    trace = read_trace(trace_path)
+    jobs = trace_jobs(trace)
     prompts = []
     for job in jobs[:PARITY_PROMPTS]:
         system = render_system_prompt(job.harness, job.request.room_context)
@@ -156,6 +164,10 @@ def main(argv=None) -> int:
         prompts, SamplingParams(max_new_tokens=args.max_tokens, stop_ids=())
     )
     report["steps"]["export_and_jax_s"] = time.monotonic() - t0
+    td = time.monotonic()
+    direct = run_direct(args.serve_python, folder, TOOL_PARSERS)
+    report["tools"] = {"direct": direct}
+    report["steps"]["tools_direct_s"] = time.monotonic() - td
     flags = vllm_args(folder, port=args.port, mtp=args.mtp, max_model_len=4096)
     ok = False
     t1 = time.monotonic()
@@ -172,6 +184,16 @@ def main(argv=None) -> int:
             "ours": [list(a.tokens) for a in ours],
             "vllm": theirs,
         }
+        t2 = time.monotonic()
+        served = run_served(
+            srv.url, jobs, trace_cases(trace), tok, fmt=info["tool_call_format"],
+            max_tokens=2 * args.max_tokens,
+        )  # fmt: skip
+        report["tools"].update(served)
+        report["steps"]["tools_served_s"] = time.monotonic() - t2
+        tools = {k: summary(v) for k, v in report["tools"].items()}
+        report["tools_summary"] = tools
+        tools_ok = all(not s["failed"] for s in tools.values())
         result = replay(
             jobs[: args.replay_messages], "endpoint", srv.url, out / "replay",
             concurrency=(1, 2), opts=ReplayOptions(max_new_tokens=32, timeout_s=120),
@@ -182,7 +204,7 @@ def main(argv=None) -> int:
             keys += ("mtp_acceptance_rate", "mtp_mean_accepted_length")
         metrics_ok = all(s[k] is not None for s in summaries for k in keys)
         report["replay"] = summaries
-        ok = all(parity) and metrics_ok
+        ok = all(parity) and metrics_ok and tools_ok
     report["stopped"] = srv.proc.poll() is not None
     report["ok"] = ok and report["stopped"]
     report["steps"]["total_s"] = time.monotonic() - t0
@@ -192,6 +214,11 @@ def main(argv=None) -> int:
     print(
         f"parity exact {par['exact']}, up to bf16 ties {par['equal_up_to_bf16_ties']}"
     )
+    for kind, s in report.get("tools_summary", {}).items():
+        print(
+            f"tools {kind}: {s['passed']}/{s['n']} equal, {s['with_calls']} with a "
+            f"vLLM tool call, failed {s['failed']}, known {s['known_differences']}"
+        )
     print(f"replay table: {out}/replay/replay.md")
     return 0 if report["ok"] else 1
 

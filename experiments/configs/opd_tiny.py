@@ -16,7 +16,8 @@ Launch (about a minute for 50 steps on 2 CPU cores, after ~10 s of compilation):
         --config.init_from=runs/sft_tiny --config.init_teacher_from=""
 
 Arguments (`:k=v,...`): steps, batch_size, max_new_tokens, temperature, lr,
-divergence, top_k, data.
+divergence, top_k, data. Held-out prompts: `--config.data.eval=FILE`
+(hat_jax/train/heldout.py); W&B: `--config.tracking.wandb=offline`.
 Feeds no paper table on its own: it is the smoke-test scale of the OPD stage.
 """
 
@@ -54,6 +55,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "train": a.data,
             "max_prompt_tokens": 256,  # longer prompts are dropped
             "enable_thinking": ml_collections.FieldReference(None, field_type=bool),
+            # held-out prompts (same format as train), scored on the teacher's
+            # greedy completions every train.eval_every steps; "" = off
+            "eval": "",
         }
     )
     c.sampling = ml_collections.ConfigDict(
@@ -85,6 +89,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         }
     )
     c.train = ml_collections.ConfigDict(
-        {"steps": steps, "save_every": 25, "keep": 2, "log_every": 1}
+        {
+            "steps": steps,
+            "save_every": 25,
+            "keep": 2,
+            "log_every": 1,
+            # held-out eval/loss (teacher-forced CE on the teacher's greedy
+            # replies), eval/accuracy and eval/divergence every N steps and at the
+            # last (0 = off), on the first eval_batches batches of prompts (0 = all)
+            "eval_every": 25,
+            "eval_batches": 2,
+        }
     )
+    c.tracking = sft_tiny.tracking_block()  # W&B sink and TensorBoard run name
     return c

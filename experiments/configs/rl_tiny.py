@@ -58,6 +58,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c = sft_tiny.get_config(f"steps={a.steps},lr={a.lr}")
     c.stage = "rl"
     del c.data
+    del c.train.eval_every, c.train.eval_batches  # RL evaluates with eval.*
+    # sft_tiny's tracking group, and: the rollouts per step whose reply text goes
+    # to WORKDIR/rollouts.jsonl (every rollout's rewards and advantages do) and
+    # TensorBoard's text tab
+    c.tracking.rollout_samples = 4
     c.optim.warmup_steps = 0
     # c.mtp_weight (sft_tiny's): with an MTP head the step adds its CE on the
     # sampled tokens (hat_jax.train.rl); without one it is unused

@@ -17,6 +17,8 @@ are dropped; `data.overlong="truncate"` keeps their start instead).
 
 Arguments (`:k=v,...`): steps, batch_size, seq_len, lr, fixed_harness, data.
 LoRA: `--config.lora.rank=16`; an MTP head: `--config.model.mtp_num_hidden_layers=1`.
+Held-out loss: `--config.data.eval=data/dev.jsonl` (every `train.eval_every` steps);
+W&B: `--config.tracking.wandb=offline` (`tracking_block`).
 Feeds no paper table on its own: it is the smoke-test scale of the SFT stage.
 """
 
@@ -98,6 +100,18 @@ def lora_block() -> ml_collections.ConfigDict:
     )
 
 
+def tracking_block() -> ml_collections.ConfigDict:
+    """Where metrics go besides metrics.jsonl (hat_jax/train/tracking.py); shared.
+
+    wandb: "" (off), "offline" (WORKDIR/wandb, no network; `wandb sync` later) or
+    "online" (your own `wandb login`); needs `pip install 'hat_jax[wandb]'`.
+    name: the TensorBoard run folder WORKDIR/tb/<name> and the W&B run name;
+    "" = WORKDIR/tb and the workdir's folder name (the sweep driver may pass
+    "<run>/<step>"). project: the W&B project.
+    """
+    return ml_collections.ConfigDict({"wandb": "", "project": "hat_jax", "name": ""})
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     a = parse_arg_string(arg, DEFAULTS)
     c = ml_collections.ConfigDict()
@@ -123,6 +137,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "fmt": "qwen_xml",
             "fixed_harness": a.fixed_harness,  # True: drop HSA trajectories
             "overlong": "drop",  # or "truncate"
+            # held-out trajectories (same format as train): eval/loss and
+            # eval/accuracy every train.eval_every steps; "" = off
+            "eval": "",
         }
     )
     c.batch_size = a.batch_size
@@ -159,6 +176,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # the first `decision_rows` training trajectories; 0 = off
             "decision_every": 50,
             "decision_rows": 8,
+            # held-out loss on data.eval (hat_jax/train/heldout.py) every N steps
+            # and at the last (0 = off), on its first eval_batches batches (0 = all)
+            "eval_every": 50,
+            "eval_batches": 4,
         }
     )
+    c.tracking = tracking_block()
     return c

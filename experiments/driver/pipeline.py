@@ -8,10 +8,14 @@ must finish first. Each step's folder is::
 
     ROOT/_steps/<name>-<hash>/      hash = sha256(kind, params with references
                                     replaced by the hashes they point at,
-                                    the kind's fingerprint)
+                                    the kind's version and fingerprint, the
+                                    hash of the code the kind runs)
 
 so runs that share a prefix (the data, the tokenizer, the base model) share its
-folders and compute it once. A step is finished when its ``done.json`` exists;
+folders and compute it once. As a step's hash holds its inputs' hashes, a
+change to one step's code (`experiments.driver.codehash`) or config gives it
+and every step after it new folders; the others are kept. A step is finished
+when its ``done.json`` exists;
 it is written last and atomically. An unfinished folder is handed to the step
 again, and the step resumes in it (train stages from their checkpoints, eval
 from its records). A lock file per step (``_steps/.locks/``) keeps parallel runs
@@ -28,11 +32,12 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.driver import registry
+from experiments.driver import codehash, registry
+from hat_jax import provenance
 
 STEPS_DIR = "_steps"
 DONE = "done.json"
@@ -50,6 +55,12 @@ class Step:
     deps: tuple[str, ...]
     hash: str
     path: Path
+    # What the hash is made of, each part digested (done.json records it, and
+    # a dry run compares it with earlier folders): {"params", "inputs": {dep:
+    # hash}, "version", "fingerprint" (or None), "code" (or None)}.
+    parts: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The kind's code files {relative path: file hash} (`codehash.code_files`).
+    code: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def kind(self) -> str:
@@ -125,15 +136,28 @@ def plan(steps: Mapping[str, Mapping[str, Any]], root: str | Path) -> list[Step]
             visit(d)
         visiting.discard(name)
         hashes = {d: "#" + planned[d].hash for d in deps}
-        body = {k: v for k, v in spec.items() if k not in UNHASHED}
-        body = substitute(body, hashes)
+        raw = {k: v for k, v in spec.items() if k not in UNHASHED}
+        body = substitute(raw, hashes)
         kind = registry.get(spec["kind"])
-        key = {"body": body, "version": kind.version}
+        key: dict[str, Any] = {"body": body, "version": kind.version}
+        parts: dict[str, Any] = {
+            "params": _digest(raw),  # references by name: the step's own config
+            "inputs": {d: planned[d].hash for d in deps},
+            "version": kind.version,
+            "fingerprint": None,
+            "code": None,
+        }
         if kind.fingerprint is not None:
             key["fingerprint"] = kind.fingerprint(body)
+            parts["fingerprint"] = _digest(key["fingerprint"])
+        code: dict[str, str] = {}
+        entries = kind.code_entries(body)
+        if entries:  # a kind without code keeps the hash it had before code
+            code = codehash.code_files(entries)
+            key["code"] = parts["code"] = codehash.code_hash(code)
         h = _digest(key)
         path = root / STEPS_DIR / f"{name}-{h}"
-        planned[name] = Step(name, spec, deps, h, path)
+        planned[name] = Step(name, spec, deps, h, path, parts, code)
 
     for name in steps:
         visit(name)
@@ -203,18 +227,19 @@ def execute(
         t0 = time.perf_counter()
         info = registry.get(step.kind).run(params, step.path, progress=progress)
         seconds = time.perf_counter() - t0
-        write_json(
-            done,
-            {
-                "step": step.name,
-                "kind": step.kind,
-                "hash": step.hash,
-                "seconds": seconds,
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "spec": step.spec,
-                "info": info or {},
-            },
-        )
+        record = {
+            "step": step.name,
+            "kind": step.kind,
+            "hash": step.hash,
+            "seconds": seconds,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "spec": step.spec,
+            "info": info or {},
+            "key": step.parts,  # what the hash was made of (a dry run reads it)
+            "code": {"hash": step.parts.get("code"), "files": step.code},
+            "provenance": provenance.collect(config=params),  # never hashed
+        }
+        write_json(done, record)
         return Outcome(step, seconds, False, info or {})
 
 

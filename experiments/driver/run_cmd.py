@@ -3,7 +3,8 @@
 The config file's `get_config(ARG)` gives the run; with `--run NAME` the run
 of that name from the file's `sweep` instead. Steps already computed under ROOT
 (by this or any other run: their folders are keyed by what they compute) are
-reused; an interrupted run resumes where it stopped.
+reused; an interrupted run resumes where it stopped. `--dry-run` prints the
+plan (`experiments.driver.dryrun`) and runs and writes nothing.
 
 Examples:
   hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/hat_tiny
@@ -27,6 +28,12 @@ def add_arguments(p) -> None:
     p.add_argument("--root", required=True, help="output root (created; resumed)")
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (each step: cached or why it would run; the ETA); "
+        "run and write nothing",
+    )
+    p.add_argument(
         "--jax-cache",
         help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
     )
@@ -45,18 +52,24 @@ def select(runs, name: str | None, spec: str):
 
 def run(args) -> int:
     from experiments.driver import runs as R
+    from experiments.driver.dryrun import print_plan
     from experiments.driver.pipeline import cache_folder, enable_compile_cache
     from experiments.driver.progress import Progress
     from experiments.driver.summary import print_summary
 
     root = Path(args.root)
-    enable_compile_cache(cache_folder(args, root))
+    dry = getattr(args, "dry_run", False)
+    if not dry:
+        enable_compile_cache(cache_folder(args, root))
     overrides = getattr(args, "config_overrides", [])
     if args.run is None:
         found, _ = R.load_runs(args.config, root, overrides, use_sweep=False)
     else:
         found, _ = R.load_runs(args.config, root, overrides)
     chosen = select(found, args.run, args.config)
+    if dry:
+        print_plan([chosen], root, prog="hat run")
+        return 0
     progress = Progress(chosen.steps, n_runs=1)
     try:
         R.execute_run(chosen, root, progress=progress, bars=not args.no_bars)

@@ -11,8 +11,10 @@ A pipeline config's ``get_config(arg)`` returns one run::
 and ``sweep(add, arg=None)`` beside it calls ``add(name, **kv)`` once per run,
 ``kv`` being `get_config` arguments added to ``arg``. Each run gets::
 
-    ROOT/<run>/config.json  the config (meta included) and each step's folder
-    ROOT/<run>/run.json     {status, seconds, stages: {label: {path, seconds}}}
+    ROOT/<run>/config.json  the config (meta included), each step's folder
+                            and "provenance" (`hat_jax.provenance.collect`)
+    ROOT/<run>/run.json     {status, seconds, stages: {label: {path, seconds}},
+                            provenance}
     ROOT/<run>/eval         -> ../_steps/eval-<hash> (summary.json, records)
 """
 
@@ -31,6 +33,7 @@ import ml_collections
 
 from experiments.driver import pipeline
 from experiments.driver.progress import Progress
+from hat_jax import provenance
 
 
 @dataclass
@@ -89,10 +92,11 @@ def _rel(path: Path, root: Path) -> str:
     return os.path.relpath(path, root)
 
 
-def _write_config(run: Run, root: Path) -> None:
+def _write_config(run: Run, root: Path, origin: dict[str, Any]) -> None:
     record = run.config.to_dict()
     record["name"] = run.name
     record["step_folders"] = {s.name: _rel(s.path, root) for s in run.steps}
+    record["provenance"] = origin  # the file itself is the resolved config
     pipeline.write_json(root / run.name / "config.json", record)
 
 
@@ -144,10 +148,12 @@ def execute_run(
     """
     root = Path(root)
     (root / run.name).mkdir(parents=True, exist_ok=True)
-    _write_config(run, root)
+    origin = provenance.collect()
+    _write_config(run, root, origin)
     t0 = time.perf_counter()
     outcomes: dict[str, pipeline.Outcome] = {}
     record: dict[str, Any] = {"status": "running", "seconds": 0.0, "stages": {}}
+    record["provenance"] = origin
     by_name = run.by_name
 
     def save() -> None:

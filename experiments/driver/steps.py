@@ -15,6 +15,17 @@ Each writes into its own folder (`pipeline.execute`); files other steps read:
   resolved, and the trace header), and per MTP head ``<head>/`` the `hat
   replay` outputs (replay.json, replay.md, latency_cdf.png) of the embedded
   JAX backend (virtual clock) at each concurrency level.
+
+Each kind declares the code it runs (`experiments.driver.codehash` entries,
+below); the hash of those files is part of the step's key, so an edit re-runs
+the steps whose code it touches and, through their hashes, the steps after
+them, and no others. The sets are whole packages (a new module in one is
+covered) less what the kind never imports: a judge (``sim/judge_*``,
+``sim/rewards.py``) re-runs evaluation and RL, not data generation or SFT; a
+loss re-runs training and what follows, not the data. Left out everywhere:
+``hat_jax/cli`` (argument parsing; a train step's resolved config is its
+fingerprint already) and the driver itself (a step function's change is a
+``version`` bump).
 """
 
 from __future__ import annotations
@@ -29,8 +40,32 @@ from hat_jax.jsonl import write_text_atomic
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
+# records, harness folders and hooks, chat rendering and tool-call parsing
+LIB_BASE = ("hat_jax/*.py", "hat_jax/harness", "hat_jax/text")
+NO_JUDGES = ("!sim/judge_*", "!sim/rewards.py", "!sim/data/judge_labels.jsonl")
+NO_CLI = ("!hat_jax/cli/*",)
+SIM_DATA_CODE = (*LIB_BASE, "sim", "augment", "experiments/sim_cli.py", *NO_JUDGES)
+WORLD_CODE = (*LIB_BASE, "hat_jax/eval/ifeval", "experiments/world")
+TOKENIZER_CODE = (
+    *LIB_BASE,
+    "experiments/world/tokenizer.py",
+    "experiments/world/template.py",
+)
+# models, losses, train, checkpoints, sampling, parallel, text, harness; not eval
+TRAIN_CODE = ("hat_jax", *NO_CLI, "!hat_jax/eval/*")
+STAGE_CODE = {"rl": ("experiments/rl_sim.py", "sim", "augment")}  # + judges
+EVAL_CODE = ("hat_jax", "sim", "augment", "experiments/suites", "experiments/world")
+EVAL_CODE += ("experiments/eval_cli.py", *NO_CLI)
+REPLAY_CODE = ("hat_jax", "serving", "sim", *NO_CLI, *NO_JUDGES)
 
-@register("sim_data", version=2)  # 2: the compact call format
+
+def train_code(spec: dict[str, Any]) -> tuple[str, ...]:
+    """A train step's code: the library, and the stage's own modules (RL's
+    rollouts run the simulator, its HSA harnesses and its judges)."""
+    return TRAIN_CODE + STAGE_CODE.get(str(spec.get("stage")), ())
+
+
+@register("sim_data", version=2, code=SIM_DATA_CODE)  # 2: the compact call format
 def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.sim_cli import augment_all
     from hat_jax.harness import load_harness
@@ -72,7 +107,7 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     return info | {"hsa_families": per_family}  # the family weights, as drawn
 
 
-@register("world_base")
+@register("world_base", code=WORLD_CODE)
 def world_base(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.world.base_data import write_base_data
 
@@ -81,7 +116,7 @@ def world_base(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any
     return dict(write_base_data(out / "data.jsonl", n=n, seed=seed, mix=mix))
 
 
-@register("world_prompts")
+@register("world_prompts", code=WORLD_CODE)
 def world_prompts(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.world.prompts import write_prompts
 
@@ -90,7 +125,7 @@ def world_prompts(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, 
     )
 
 
-@register("tokenizer")
+@register("tokenizer", code=TOKENIZER_CODE)
 def tokenizer(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from experiments.world.tokenizer import train_tokenizer
 
@@ -119,7 +154,7 @@ def _train_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
     return stage_config(spec).to_dict()
 
 
-@register("train", fingerprint=_train_fingerprint)
+@register("train", fingerprint=_train_fingerprint, code=train_code)
 def train(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     from hat_jax.cli.train_cmd import load_runner, stages
 
@@ -136,7 +171,7 @@ def train(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     }
 
 
-@register("eval", version=2)  # 2: compact call format, fault index
+@register("eval", version=2, code=EVAL_CODE)  # 2: compact call format, fault index
 def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     import json
 
@@ -146,8 +181,9 @@ def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     eval_cli.add_arguments(parser)
     argv = ["--model", p["model"], "--out", str(out), "--suite", p["suites"]]
     limit = p.get("limit")
-    if isinstance(limit, dict):  # per suite: {"t1": 300, ...}
-        limit = ",".join(f"{k}={v}" for k, v in limit.items())
+    if isinstance(limit, dict):  # per suite: {"t1": 300, ...}, of the suites run
+        run = set(str(p["suites"]).split(","))
+        limit = ",".join(f"{k}={v}" for k, v in limit.items() if k in run) or None
     if limit is not None:
         argv += ["--limit", str(limit)]
     for key in ("max_new_tokens", "batch_size", "seed", "harness", "prompt_format"):
@@ -168,7 +204,7 @@ def _has_head(model) -> bool:
     return getattr(model, "mtp", None) is not None
 
 
-@register("replay")
+@register("replay", code=REPLAY_CODE)
 def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     """A trace replayed through the agent loop, once per MTP head.
 

@@ -3,14 +3,17 @@
 Runs share steps through ROOT/_steps (the data, the tokenizer, the base model,
 HSA-SFT are computed once). A run that fails is reported and the others go on;
 the exit code is nonzero if any failed. Run the same command again after an
-interruption: finished steps and runs are kept. With `--workers N` runs go to N
-`hat run` processes (logs in ROOT/<run>/log.txt); a step two of them need is
-computed by one while the other waits for it.
+interruption: finished steps and runs are kept. With `--workers N` runs go to
+N `hat run` processes (logs in ROOT/<run>/log.txt); a step two of them need is
+computed by one while the other waits for it. `--dry-run` prints the plan (each
+step cached, or why it would run: not run before, config, inputs or code
+changed) and the ETA, and runs and writes nothing.
 
 Examples:
   hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
   hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m \\
       --only base,hsa_sft
+  hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny --dry-run
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (each step: cached or why it would run; the ETA); "
+        "run and write nothing",
+    )
+    p.add_argument(
         "--jax-cache",
         help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
     )
@@ -64,12 +73,15 @@ def _subprocess_run(args, run, root: Path) -> bool:
 
 def run(args) -> int:
     from experiments.driver import runs as R
+    from experiments.driver.dryrun import print_plan
     from experiments.driver.pipeline import cache_folder, enable_compile_cache
     from experiments.driver.progress import Progress
     from experiments.driver.summary import print_summary
 
     root = Path(args.root)
-    enable_compile_cache(cache_folder(args, root))
+    dry = getattr(args, "dry_run", False)
+    if not dry:
+        enable_compile_cache(cache_folder(args, root))
     all_runs, has_sweep = R.load_runs(
         args.config, root, getattr(args, "config_overrides", [])
     )
@@ -81,6 +93,10 @@ def run(args) -> int:
         if unknown:
             raise ValueError(f"--only names unknown runs {unknown}")
         all_runs = [r for r in all_runs if r.name in wanted]
+    if dry:
+        done = {r.name for r in all_runs if R.is_finished(r, root)}
+        print_plan(all_runs, root, prog="hat sweep", finished=done)
+        return 0
     R.write_sweep(root, args.config, all_runs)
     todo = []
     for r in all_runs:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -12,33 +11,65 @@ from hat_jax.cli import (
     assets_cmd,
     chat,
     convert,
+    env_cmd,
     eval_cmd,
     harness_cmd,
     plan_cmd,
     train_cmd,
 )
+from hat_jax.cli.plugins import Broken, load_entry_points
 
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
     "assets": assets_cmd,
     "chat": chat,
     "convert": convert,
+    "env": env_cmd,
     "eval": eval_cmd,
     "harness": harness_cmd,
     "plan": plan_cmd,
     "train": train_cmd,
 }
+COMMAND_GROUP = "hat.commands"  # plugin commands (setup.py: augment, sim, run, ...)
 
 
-def _plugins() -> dict[str, ModuleType]:
-    """Commands that packages above hat_jax declare (entry-point group hat.commands)."""
-    found = {}
-    for ep in entry_points(group="hat.commands"):
-        try:
-            found[ep.name] = importlib.import_module(ep.value)
-        except ImportError:  # a package that is not installed here
-            continue
-    return found
+class BrokenCommand:
+    """Stands in for a plugin command whose module failed to import: it is
+    listed, and running it (with any arguments) reports the import error."""
+
+    def __init__(self, broken: Broken):
+        self.broken = broken
+        self.__doc__ = f"(could not be loaded: {broken.reason})"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        """None: `main` runs a broken command before parsing its arguments."""
+
+    def run(self, args: argparse.Namespace | None = None) -> int:
+        print(
+            f"hat {self.broken.name}: error: the command could not be loaded: "
+            f"{self.broken.reason}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _plugins() -> dict[str, ModuleType | BrokenCommand]:
+    """Commands that packages above hat_jax declare (entry-point group
+    hat.commands). One whose package is not installed here is left out; one
+    that fails to import is kept as a `BrokenCommand` that says why."""
+    loaded, broken = load_entry_points(entry_points(group=COMMAND_GROUP))
+    return {**loaded, **{n: BrokenCommand(b) for n, b in broken.items()}}
+
+
+class _Version(argparse.Action):
+    """``--version``, computed only when asked for (git is not run otherwise)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(env_cmd.version_text())
+        parser.exit()
 
 
 def _default_subcommand(argv: list[str], commands: dict[str, ModuleType]) -> list[str]:
@@ -53,18 +84,35 @@ def _default_subcommand(argv: list[str], commands: dict[str, ModuleType]) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--version"]:  # without importing every plugin command first
+        print(env_cmd.version_text())
+        return 0
     parser = argparse.ArgumentParser(prog="hat", description=__doc__)
+    parser.add_argument(
+        "--version", action=_Version, help="print the version of hat_jax and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     commands = {**COMMANDS, **_plugins()}
     for name, mod in commands.items():
+        doc = (mod.__doc__ or name).strip()
         p = sub.add_parser(
             name,
-            help=mod.__doc__.splitlines()[0],
-            description=mod.__doc__,
+            help=doc.splitlines()[0],
+            description=doc,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
-    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and isinstance(commands.get(argv[0]), BrokenCommand):  # any arguments
+        return commands[argv[0]].run()
+    if not argv or argv[0] in ("-h", "--help"):  # say why a listed command is broken
+        for mod in commands.values():
+            if isinstance(mod, BrokenCommand):
+                b = mod.broken
+                print(
+                    f"hat: note: {b.name} could not be loaded: {b.reason}",
+                    file=sys.stderr,
+                )
     args = parser.parse_args(_default_subcommand(argv, commands))
     try:
         return commands[args.command].run(args) or 0

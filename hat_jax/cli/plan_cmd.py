@@ -54,7 +54,11 @@ def add_arguments(p) -> None:
     remat = p.add_mutually_exclusive_group()
     remat.add_argument("--remat", dest="remat", action="store_true", default=None)
     remat.add_argument("--no-remat", dest="remat", action="store_false")
-    p.add_argument("--moe-impl", choices=["topk", "dense"], default="topk")
+    p.add_argument(
+        "--moe-impl",
+        choices=["topk", "dense"],
+        help="how routed experts run (default: the config's model.moe_impl)",
+    )
     p.add_argument(
         "--kv-batch", type=count(1, 2**20), help="rollout sequences in flight"
     )
@@ -112,14 +116,17 @@ def run(args) -> int:
         hardware = {"H20": HARDWARE["h20"], "H200": HARDWARE["h200"]}
     plan_cfg = cfg.get("plan") or {}
     seq = int(cfg.get("seq_len", 8192))
+    mcfg = model_config(cfg)  # its dtype is cfg.compute_dtype, as the trainer's
     plan = make_plan(
-        model_config(cfg),
+        mcfg,
         sizes,
         tokens_per_device=args.tokens_per_device
         or int(plan_cfg.get("tokens_per_device", seq)),
-        remat=bool(cfg.get("remat", True)) if args.remat is None else args.remat,
-        compute_dtype=cfg.get("compute_dtype", "bfloat16"),
-        moe_impl=args.moe_impl,
+        # the trainer's defaults (hat_jax/train/sft.py): no remat unless asked
+        remat=bool(cfg.get("remat", False)) if args.remat is None else args.remat,
+        compute_dtype=mcfg.dtype,
+        moe_impl=args.moe_impl or mcfg.moe_impl,
+        seq_len=seq,
         loss_chunk=int(cfg.get("loss_chunk", 512)),
         kv_batch=args.kv_batch or int(plan_cfg.get("kv_batch", 64)),
         kv_len=args.kv_len or int(plan_cfg.get("kv_len", 32768)),

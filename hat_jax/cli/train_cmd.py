@@ -20,11 +20,11 @@ anyway and records the change in metrics.jsonl (hat_jax/train/workdir.py).
 
 from __future__ import annotations
 
-import importlib
 import sys
 from importlib.metadata import entry_points
 
 from hat_jax.cli.config_flags import add_config_args
+from hat_jax.cli.plugins import load_object, reason
 
 # stage -> "module:function" of its runner `run(cfg, workdir, progress=...)`, which
 # returns (state, graphdef, last metrics); imported lazily so `hat --help` stays
@@ -47,11 +47,15 @@ def stages() -> dict[str, str]:
 
 
 def load_runner(spec: str):
-    """The runner function named by `"module:function"`."""
-    module, sep, fn = spec.partition(":")
+    """The runner function named by `"module:function"`.
+
+    Stages load lazily (only the one run), so a plugin stage that fails to
+    import is reported by `run` with its error type and message.
+    """
+    _, sep, fn = spec.partition(":")
     if not sep or not fn:
         raise ValueError(f"a stage runner must be 'module:function', got {spec!r}")
-    return getattr(importlib.import_module(module), fn)
+    return load_object(spec)
 
 
 def add_arguments(p) -> None:
@@ -94,8 +98,12 @@ def run(args) -> int:
         initialize()
     try:
         runner = load_runner(table[args.stage])
-    except ImportError as e:  # a plugin stage whose package is not installed here
-        print(f"hat train: error: stage {args.stage!r}: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - not installed here, or broken: say which
+        why = reason(e)
+        print(
+            f"hat train: error: stage {args.stage!r} could not be loaded: {why}",
+            file=sys.stderr,
+        )
         return 2
     # only flags given reach the runner: a plugin stage may not take them
     flags = ("fresh", "allow_config_change")

@@ -1,5 +1,8 @@
 """The JSON-Schema subset tool specs use: checking schemas and validating values.
 
+What a type name admits is `hat_jax.json_types` (shared with the tool-call
+parser): 3.0 is an integer, true is never a number.
+
 Keywords (``SCHEMA_KEYS``): type (a name or a list of names), description,
 properties, required, enum (scalars), items, minimum, maximum,
 additionalProperties, default. ``check_schema`` reports anything else, so a
@@ -12,6 +15,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from hat_jax.json_types import JSON_TYPES, has_type, type_of
 
 # Tool, skill and parameter names: safe as file names and in both call formats.
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
@@ -29,20 +34,6 @@ SCHEMA_KEYS = (
 )
 MAX_DEPTH = 8  # nested schema levels a tool spec may use
 MAX_LISTED = 20  # choices an "expected one of" message names
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-JSON_TYPES = tuple(_TYPES)
 
 Path = tuple[Any, ...]
 
@@ -72,13 +63,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _type_of(value: Any) -> str:
-    for name in ("boolean", "integer", "number", "string", "null", "array", "object"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: true is not 1."""
     return isinstance(a, bool) == isinstance(b, bool) and a == b
@@ -97,7 +81,7 @@ def _canon(value: Any) -> Any:
 
 
 def _is_number(v: Any) -> bool:
-    return _TYPES["number"](v)
+    return has_type(v, "number")
 
 
 def validate_json(
@@ -131,9 +115,9 @@ def _validate(
     declared = schema.get("type")
     types = [declared] if isinstance(declared, str) else declared
     if isinstance(types, list) and types:
-        if not any(_TYPES.get(t, lambda v: False)(value) for t in types):
+        if not any(has_type(value, t) for t in types):
             want = " or ".join(str(t) for t in types)
-            return [f"{at}: expected {want}, got {_type_of(value)} {describe(value)}"]
+            return [f"{at}: expected {want}, got {type_of(value)} {describe(value)}"]
     enum = schema.get("enum")
     if isinstance(enum, list) and not _in_enum(value, enum, sets):
         return [f"{at}: expected one of {listed(enum, _json)}"]

@@ -11,13 +11,15 @@ would split them. The rest is analytic:
                    + DeltaNet state (fp32 S, bf16 conv window) per sequence
 
 Activations saved for the backward pass, per token and layer, in elements:
-full attention 4D + 5NH + 3KH (flash attention: no T x T scores); DeltaNet
-4D + 2C + 3 HV DV + 64 HV (C conv channels, 64 the chunk); routed experts with
-top-k dispatch k (D + 3F) + E, or every expert on every token (`moe_impl="dense"`,
-what `qwen3_moe.SparseMoeBlock` computes today) E (3F) + E; shared expert 3 Fs.
-With `remat` only each layer's input (D) is kept, plus one layer recomputed.
-These are estimates (XLA fuses some and keeps others); params, gradients and
-optimiser state are exact.
+full attention 4D + 5NH + 3KH; DeltaNet 4D + 2C + 3 HV DV + 64 HV (C conv
+channels, 64 the chunk); routed experts with top-k dispatch (`moe_impl="topk"`)
+k (D + 3F) + E, or every expert on every token (`moe_impl="dense"`) E (3F) + E;
+shared expert 3 Fs. With `remat` only each layer's input (D) is kept, plus one
+layer recomputed. The attention probabilities are not in these rows: the
+training kernel (`attention_ops.fused_attention`) keeps each query block's
+float32 P for its backward pass (N x T x S / 2 per sequence, about), which a
+note sizes. These are estimates (XLA fuses some and keeps others); params,
+gradients and optimiser state are exact.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import jax
 from flax import nnx
 
 from hat_jax.models import ModelConfig, build_model
+from hat_jax.models.attention_ops import Q_BLOCK
 from hat_jax.parallel.mesh import AXES
 from hat_jax.parallel.rules import get_rules, leaf_path, spec_for
 
@@ -129,9 +132,14 @@ def make_plan(
     loss_chunk: int = 512,
     kv_batch: int = 64,
     kv_len: int = 32768,
+    seq_len: int | None = None,
     shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> Plan:
-    """The memory plan of `cfg` on a mesh given as {axis: size} (all of `AXES`)."""
+    """The memory plan of `cfg` on a mesh given as {axis: size} (all of `AXES`).
+
+    `seq_len` (default: `tokens_per_device`) only sizes the note on the saved
+    attention probabilities.
+    """
     sizes = {a: int(mesh.get(a, 1)) for a in AXES}
     n_dev = math.prod(sizes.values())
     shapes = param_shapes(cfg) if shapes is None else shapes
@@ -184,16 +192,67 @@ def make_plan(
     ]
     rollout = 2 * per_dev + kv_total / n_dev
     notes = [
-        f"activations: remat={remat}, moe_impl={moe_impl}, bf16, / tensor={t}; "
-        "an estimate (params, grads, optimiser state are exact)",
-        "rollout: sequences spread over all devices, weights sharded as in training",
+        f"activations: remat={remat}, moe_impl={moe_impl}, counted in bf16 (2 B), "
+        f"/ tensor={t}; an estimate (params, grads, optimiser state are exact)",
+        "rollout: assumes sequences spread over all devices and weights sharded as "
+        "in training; the sampler runs on one device today (`hat train opd` and "
+        "`hat train rl` refuse a mesh)",
     ]
-    if cfg.num_experts and moe_impl == "topk":
-        dense = [activation_elems(cfg, k, "dense") for k in kinds]
-        extra = (max(dense) - max(per_layer)) if remat else sum(dense) - sum(per_layer)
+    if compute_dtype != "bfloat16":
         notes.append(
-            "qwen3_moe.SparseMoeBlock runs every expert on every token today: "
-            f"+{2 * tokens_per_device * extra / t / GB:.1f} GB/device of activations "
-            "until top-k dispatch lands"
+            f"activations: compute_dtype={compute_dtype} keeps them in 4 B, twice "
+            "the bf16 estimate above"
         )
+    if n_full:
+        notes.append(_attention_note(cfg, n_full, tokens_per_device, seq_len, remat, t))
+    if cfg.num_experts:
+        notes.append(_moe_note(cfg, kinds, moe_impl, tokens_per_device, remat, t))
     return Plan(sizes, n_params, rows, train, rollout, notes)
+
+
+def _attention_note(
+    cfg: ModelConfig, n_full: int, tokens: int, seq_len: int | None, remat: bool, t: int
+) -> str:
+    """The float32 probabilities `fused_attention` saves for its backward pass:
+    per sequence, N heads x each query block's rows x the keys up to its end."""
+    seq = seq_len or tokens
+    step = Q_BLOCK if 0 < Q_BLOCK < seq else seq
+    per_seq = cfg.num_attention_heads * sum(
+        (min(lo + step, seq) - lo) * min(lo + step, seq) for lo in range(0, seq, step)
+    )
+    layers = 1 if remat else n_full
+    gb = 4 * per_seq * (tokens / seq) * layers / t / GB
+    which = "one layer's at a time (remat)" if remat else f"{n_full} layers'"
+    return (
+        "attention: the training kernel (attention_ops.fused_attention) keeps each "
+        f"query block's fp32 probabilities for the backward pass, {which}, "
+        f"sequences of {seq} tokens: +{gb:.1f} GB/device over the activations row"
+    )
+
+
+def _moe_note(
+    cfg: ModelConfig,
+    kinds: tuple[str, ...],
+    moe_impl: str,
+    tokens: int,
+    remat: bool,
+    t: int,
+) -> str:
+    """What `moe_impl` runs (`qwen3_moe.SparseMoeBlock`) and what the other
+    implementation would cost or save in activations."""
+    topk = [activation_elems(cfg, k, "topk") for k in kinds]
+    dense = [activation_elems(cfg, k, "dense") for k in kinds]
+    extra = (max(dense) - max(topk)) if remat else sum(dense) - sum(topk)
+    gb = 2 * tokens * extra / t / GB
+    k, e = cfg.num_experts_per_tok, cfg.num_experts
+    if moe_impl == "dense":
+        return (
+            f"moe_impl=dense: every one of the {e} experts runs on every token; "
+            f"moe_impl=topk (top-{k} dispatch) would save {gb:.1f} GB/device of "
+            "activations"
+        )
+    return (
+        f"moe_impl=topk: each token runs through its top-{k} of {e} experts "
+        f"(grouped matmuls); moe_impl=dense would add {gb:.1f} GB/device of "
+        "activations"
+    )

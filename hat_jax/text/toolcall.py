@@ -12,7 +12,9 @@ its ``<`` escaped as ``\\u003c`` (both formats). The parser drops one newline
 on each side of a value, then uses ``json.loads`` when it succeeds and the raw
 text otherwise, so every well-formed call round-trips exactly. Given a tool
 schema, the declared parameter type decides instead (strings stay raw unless
-written as a JSON string literal).
+written as a JSON string literal). Whether a value has a declared type is
+`hat_jax.json_types`, the harness validator's rule too: ``3.0`` is an integer
+(a hermes ``{"qty": 3.0}`` is kept as written), ``true`` never a number.
 
 ``parse_reply`` never raises for a string: each problem becomes a
 :class:`ParseError` (kinds in :data:`ERROR_KINDS`). Structurally broken calls
@@ -25,6 +27,8 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from hat_jax.json_types import JSON_TYPES, has_type
 
 ERROR_KINDS = frozenset(
     {
@@ -81,17 +85,6 @@ class ParsedReply:
     errors: list[ParseError]
 
 
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
 def _loads(text: str, **kwargs: Any) -> Any:
     try:
         return json.loads(text, **kwargs)
@@ -124,7 +117,7 @@ def _declared_types(schema: Any) -> list[str]:
         subs = schema.get(key)
         for sub in subs if isinstance(subs, list) else ():
             types += _declared_types(sub)
-    types = [t for t in types if isinstance(t, str) and t in _TYPE_CHECKS]
+    types = [t for t in types if isinstance(t, str) and t in JSON_TYPES]
     return sorted(dict.fromkeys(types), key=lambda t: t == "string")
 
 
@@ -138,7 +131,7 @@ def _decode(text: str, types: list[str]) -> Any:
             return text.strip().lower() == "true"
         if t == "integer" and isinstance(value, float) and value.is_integer():
             return int(value)
-        if value is not _NOT_JSON and _TYPE_CHECKS[t](value):
+        if value is not _NOT_JSON and has_type(value, t):
             return value
     return text if value is _NOT_JSON else value
 
@@ -374,7 +367,7 @@ def _check_schema(ctx: _Ctx, call: ToolCall, span: tuple[int, int]) -> None:
         if props is not None and key not in props:
             ctx.error("unknown_parameter", f"{call.name} has no {key!r}", *span)
         types = ctx.types(call.name, key)
-        if types and not any(_TYPE_CHECKS[t](value) for t in types):
+        if types and not any(has_type(value, t) for t in types):
             ctx.error("schema_type", f"{key!r} is not of type {types}", *span)
     required = ctx.schemas[call.name].get("required")
     for key in required if isinstance(required, list) else ():

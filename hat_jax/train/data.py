@@ -10,6 +10,12 @@ for every example, so `sft.packed_forward` keeps attention inside each example.
 The iterator's position is `(epoch, index)`; `restore` rebuilds that epoch's packing
 from the seed, so a resumed run sees exactly the batches an uninterrupted run would.
 
+`load_trajectories(spec)` resolves `data.train` (and `data.eval`): a JSONL path,
+or `tfds:DIR[:SPLIT]`, an ArrayRecord dataset of `hat sim generate --format tfds`
+read through tfds' data source and grain (`hat_jax.train.tfds_source`). Both give
+the same list of trajectories for the same rows, so everything after (tokenize,
+pack, shuffle, resume) is one code path.
+
 Data that cannot train fails early with a `DataError` naming the file: no
 trajectory left after `fixed_harness`, every example dropped as overlong, or no
 example keeping a trained token (a `seq_len` shorter than the prompts with
@@ -19,20 +25,23 @@ example keeping a trained token (a `seq_len` shorter than the prompts with
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from hat_jax.harness.tokens import trajectory_to_tokens
+from hat_jax.harness.tokens import read_jsonl, trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.jsonl import DataError
 from hat_jax.text.tokenizer import Tokenizer
+from hat_jax.train.tfds_source import is_tfds_spec, read_tfds
 
 __all__ = [
     "Example",
     "PackedBatches",
     "is_augmented",
+    "load_trajectories",
     "pack_rows",
     "select_trajectories",
     "tokenize",
@@ -57,6 +66,23 @@ def is_augmented(traj: Trajectory) -> bool:
     """
     hsa = traj.meta.get("hsa")
     return isinstance(hsa, dict) and "mapping" in hsa
+
+
+def load_trajectories(spec: str | os.PathLike) -> list[Trajectory]:
+    """The trajectories a data key names, in file (row) order.
+
+    Args:
+      spec: a JSONL file (`hat sim generate`'s default), or `tfds:DIR` /
+        `tfds:DIR:SPLIT` for a dataset folder of `hat sim generate --format tfds`.
+
+    Raises:
+      DataError: naming the file (`path:line: ...`) or the dataset
+        (`tfds:DIR:row I: ...`), for bad rows, a folder that is no dataset, or
+        no trajectories.
+    """
+    if is_tfds_spec(spec):
+        return read_tfds(spec)
+    return read_jsonl(spec)
 
 
 def select_trajectories(

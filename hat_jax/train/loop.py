@@ -5,19 +5,23 @@
     for step in start+1 .. steps:
         state, m = step_fn(state, next(data), fold_in(state.rng, step))
         check_finite(m)                              # NaN/inf: raise, keep last ckpt
-        log every log_every (metrics.jsonl, TensorBoard, tqdm); save every save_every
-        (every probe_every steps, probe(state)'s metrics are logged with the step's)
+        log every log_every (metrics.jsonl, TensorBoard, W&B, tqdm); save every
+        save_every (every probe_every steps, probe(state)'s metrics are logged
+        with the step's; every eval_every steps, evaluate(state)'s too, and that
+        step's row is written whatever log_every says)
 
 `data` is any iterator with `position() -> dict` and `restore(dict)` (see
 `hat_jax.train.data.PackedBatches`); its position is saved in the checkpoint's
 `extra`, so a resumed run sees the same batches as an uninterrupted one.
+`probe` and `evaluate` only read the state (no donation, no RNG), so a run with
+them trains exactly as one without; their time is left out of tokens/s.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -44,13 +48,16 @@ def train(
     probe: Callable[[Any], dict[str, float]] | None = None,
     probe_every: int = 0,
     after_restore: Callable[[int], None] | None = None,
+    evaluate: Callable[[Any], dict[str, float]] | None = None,
+    eval_every: int = 0,
+    run_config: Mapping[str, Any] | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """Runs `cfg.train.steps` steps of `step_fn`, resuming from `workdir/ckpt`.
 
     Args:
       cfg: run config; uses train.steps, train.save_every, train.keep,
-        train.log_every.
-      workdir: run folder (ckpt/, metrics.jsonl, tb/).
+        train.log_every and the `tracking` group (`hat_jax.train.tracking`).
+      workdir: run folder (ckpt/, metrics.jsonl, tb/, wandb/).
       init_fn: builds a fresh state (also the restore template).
       data: resumable batch iterator (`position()`, `restore(pos)`).
       step_fn: jitted `(state, batch, rng) -> (state, metrics)`.
@@ -64,6 +71,11 @@ def train(
       after_restore: called with the step resumed from (0: none) once the
         restore succeeded and metrics.jsonl was trimmed to it
         (`hat_jax.train.workdir.RunRecord.commit` writes config.json there).
+      evaluate: held-out metrics of the new state (e.g. `eval/loss`), computed
+        every `eval_every` steps and at the last; that step's row is always
+        written (`hat_jax.train.heldout`).
+      eval_every: see `evaluate` (0: never).
+      run_config: the config W&B records (default `cfg.to_dict()`).
 
     Returns:
       (final state, the last step's metrics as host floats).
@@ -91,8 +103,14 @@ def train(
         trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
         if after_restore is not None:
             after_restore(start)
+        writer = MetricsWriter(
+            workdir,
+            tracking=cfg.get("tracking"),
+            config=cfg.to_dict() if run_config is None else run_config,
+            purge_step=start + 1,
+        )
         with (
-            MetricsWriter(workdir) as writer,
+            writer,
             tqdm(total=steps, initial=start, disable=not progress, unit="step") as bar,
         ):
             tokens, t0 = 0, time.perf_counter()
@@ -103,10 +121,14 @@ def train(
                 metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
                 check_finite(step, metrics)
                 tokens += count(batch)
-                if probe is not None and probe_every > 0:
-                    if step % probe_every == 0 or step == steps:
-                        metrics |= probe(state)
-                if step % log_every == 0 or step == steps:
+                extra_s = time.perf_counter()
+                if probe is not None and _due(step, probe_every, steps):
+                    metrics |= probe(state)
+                evaluated = evaluate is not None and _due(step, eval_every, steps)
+                if evaluated:
+                    metrics |= evaluate(state)
+                t0 += time.perf_counter() - extra_s  # not training time
+                if evaluated or step % log_every == 0 or step == steps:
                     dt = max(time.perf_counter() - t0, 1e-9)
                     metrics["train/tokens_per_s"] = tokens / dt
                     writer.write(step, metrics)
@@ -123,3 +145,8 @@ def train(
                 if on_step is not None:
                     on_step(step, state)
     return state, last
+
+
+def _due(step: int, every: int, steps: int) -> bool:
+    """Every `every` steps (0: never) and at the last step."""
+    return every > 0 and (step % every == 0 or step == steps)

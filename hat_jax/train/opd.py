@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import optax
 from flax import nnx
 from jaxtyping import Array, Float, Int
 
@@ -34,7 +35,7 @@ from hat_jax.losses.divergences import get_divergence
 from hat_jax.losses.sft import token_logprobs
 from hat_jax.sampling.sampler import Completion, Sampler, SamplingParams
 from hat_jax.text.chat import render_chat
-from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
+from hat_jax.train.state import TrainState, make_optimizer, make_schedule
 
 __all__ = [
     "PromptBatches",
@@ -282,9 +283,9 @@ def opd_train_step(
         "train/completion_len": m["n_tokens"] / rows,
         "train/loss_tokens": m["n_tokens"],
         "train/logprob_gap": m["logprob_gap"],
-        "train/grad_norm": tree_norm(grads),
-        "train/param_norm": tree_norm(params),
-        "train/update_norm": tree_norm(updates),
+        "train/grad_norm": optax.tree.norm(grads),
+        "train/param_norm": optax.tree.norm(params),
+        "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
     }
     new = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
@@ -345,7 +346,10 @@ def run_opd(
 
     Args:
       cfg: the run config (experiments/configs/opd_tiny.py).
-      workdir: run folder: config.json, metrics.jsonl, tb/, ckpt/.
+      workdir: run folder: config.json, metrics.jsonl, tb/, ckpt/ (wandb/ with
+        `tracking.wandb`); with `data.eval`, held-out prompts are scored every
+        `train.eval_every` steps on the teacher's greedy completions
+        (`hat_jax.train.heldout`).
       model: a student to start from instead of `cfg.init_from` (tests).
       teacher: a teacher instead of `cfg.init_teacher_from` (tests).
       fresh: delete the workdir's earlier outputs and start over.
@@ -359,11 +363,14 @@ def run_opd(
     """
     from hat_jax.parallel.placement import mesh_from_config
     from hat_jax.train import build
+    from hat_jax.train.heldout import opd_heldout
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
+    from hat_jax.train.tracking import check_tracking
     from hat_jax.train.workdir import check_config, open_run
 
     check_config(cfg)
+    check_tracking(cfg.get("tracking"))
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     tokenizer = build.load_tokenizer(cfg.tokenizer)
@@ -429,6 +436,7 @@ def run_opd(
         metrics["train/stop_frac"] = np.mean([c.finish_reason == "stop" for c in comps])
         return state, metrics
 
+    heldout, eval_every = opd_heldout(cfg, tokenizer, graphdef, tgraph, tparams)
     state, last = train(
         cfg,
         workdir=workdir,
@@ -437,6 +445,9 @@ def run_opd(
         step_fn=step_fn,
         tokens_per_batch=lambda _: counted["tokens"],
         after_restore=run.commit,
+        evaluate=heldout,
+        eval_every=eval_every,
+        run_config=run.record,
         **train_kw,
     )
     return state, graphdef, last

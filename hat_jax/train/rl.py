@@ -61,12 +61,13 @@ from hat_jax.losses.policy import (
 )
 from hat_jax.losses.sft import token_logprobs
 from hat_jax.models.mtp import mtp_hidden
-from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
+from hat_jax.train.state import TrainState, make_optimizer, make_schedule
 
 __all__ = [
     "AGGREGATION_UNITS",
     "SEGMENTS",
     "compute_advantages",
+    "frac_reward_zero_std",
     "gather_trained",
     "jit_rl_step",
     "num_micro_batches",
@@ -101,6 +102,25 @@ def segment_weights(rl) -> dict[str, jax.Array]:
             raise ValueError(f"segment_rewards.{seg} names unknown rewards {unknown}")
         out[seg] = jnp.asarray([float(table.get(r, 0.0)) for r in rl.reward_names])
     return out
+
+
+def frac_reward_zero_std(rewards, rl) -> jax.Array:
+    """The share of groups whose total reward has standard deviation 0.
+
+    TRL's ``frac_reward_zero_std``: per rollout the rewards are summed with
+    their weights (here each reward's weights in ``rl.segment_rewards`` added
+    over both segments; the length penalty is not a reward), and a group counts
+    when every rollout's total is the same (exactly: max = min, which std = 0
+    means). Such a group gets no advantage from the total reward.
+
+    Args:
+      rewards: [N, G, R] in ``rl.reward_names`` order.
+      rl: the ``cfg.rl`` group.
+    """
+    w = sum(segment_weights(rl).values())  # [R]
+    total = jnp.sum(rewards * w, axis=-1)  # [N, G]
+    same = jnp.all(total == total[:, :1], axis=1)
+    return jnp.mean(same.astype(jnp.float32))
 
 
 def compute_advantages(rewards, reasoning, rl) -> dict[str, jax.Array]:
@@ -298,7 +318,8 @@ def rl_train_step(
       train/loss, rl/pg_loss, rl/kl, rl/clip_fraction, rl/ratio_mean,
       rl/logprob_gap_max (max |trainer - sampler| log-prob over trained
       tokens; old params = sampler params there), rl/adv_tool_mean_abs,
-      rl/adv_reply_mean_abs, rl/reward/<name> (batch means), rl/tokens_*,
+      rl/adv_reply_mean_abs, rl/frac_reward_zero_std (``frac_reward_zero_std``),
+      rl/reward/<name> (batch means), rl/tokens_*,
       train/grad_norm, train/param_norm, train/update_norm, train/lr.
 
     Raises:
@@ -384,13 +405,14 @@ def rl_train_step(
         "rl/logprob_gap_max": gap,
         "rl/adv_tool_mean_abs": jnp.mean(jnp.abs(adv["tool"])),
         "rl/adv_reply_mean_abs": jnp.mean(jnp.abs(adv["reply"])),
+        "rl/frac_reward_zero_std": frac_reward_zero_std(batch["rewards"], rl),
         "rl/tokens_tool": jnp.sum(masks["tool"]),
         "rl/tokens_reply": jnp.sum(masks["reply"]),
         "rl/reasoning_tool_mean": jnp.mean(batch["reasoning"][:, 0]),
         "rl/reasoning_reply_mean": jnp.mean(batch["reasoning"][:, 1]),
-        "train/grad_norm": tree_norm(grads),
-        "train/param_norm": tree_norm(params),
-        "train/update_norm": tree_norm(updates),
+        "train/grad_norm": optax.tree.norm(grads),
+        "train/param_norm": optax.tree.norm(params),
+        "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
     }
     if mtp_weight > 0:

@@ -37,7 +37,7 @@ from hat_jax.harness.trajectory import Trajectory
 from hat_jax.losses.policy import REPLY_SEGMENT, TOOL_SEGMENT
 
 __all__ = ["Episode", "episode_from_tokens", "episode_from_trajectory"]
-__all__ += ["episodes_to_batch"]
+__all__ += ["batch_order", "episodes_to_batch"]
 
 
 @dataclasses.dataclass
@@ -181,6 +181,15 @@ def episode_from_trajectory(
     )
 
 
+def batch_order(episodes: Sequence[Episode]) -> list[int]:
+    """The episodes' indices in the order of ``episodes_to_batch``'s rows: by
+    group (in order of first appearance), then in their own order."""
+    order: dict[int, list[int]] = {}
+    for i, ep in enumerate(episodes):
+        order.setdefault(ep.group, []).append(i)
+    return [i for group in order.values() for i in group]
+
+
 def episodes_to_batch(
     episodes: Sequence[Episode],
     *,
@@ -217,7 +226,7 @@ def episodes_to_batch(
     sizes = {len(v) for v in order.values()}
     if len(sizes) != 1:
         raise ValueError(f"groups must be equally sized, got sizes {sorted(sizes)}")
-    rows = [ep for group in order.values() for ep in group]
+    rows = [episodes[i] for i in batch_order(episodes)]
     names = list(reward_names or sorted(rows[0].rewards))
     n, g, t = len(order), sizes.pop(), int(pad_to)
     b = n * g

@@ -21,6 +21,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import ml_collections
+import optax
 from flax import nnx
 from jaxtyping import Array, Float, Int
 
@@ -28,7 +29,7 @@ from hat_jax.losses.chunked import chunked_cross_entropy
 from hat_jax.models.layers import rope_tables
 from hat_jax.models.llama import CausalLM
 from hat_jax.models.mtp import mtp_hidden
-from hat_jax.train.state import TrainState, make_optimizer, make_schedule, tree_norm
+from hat_jax.train.state import TrainState, make_optimizer, make_schedule
 
 __all__ = [
     "jit_sft_step",
@@ -212,9 +213,9 @@ def sft_train_step(
     params = jax.tree.map(lambda p, u: p + u, state.params, updates)
     metrics = {
         **{f"train/{k}": v for k, v in sums.items()},
-        "train/grad_norm": tree_norm(grads),
-        "train/param_norm": tree_norm(params),
-        "train/update_norm": tree_norm(updates),
+        "train/grad_norm": optax.tree.norm(grads),
+        "train/param_norm": optax.tree.norm(params),
+        "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
         "train/loss_tokens": counts.sum(),
     }
@@ -247,22 +248,28 @@ def run_sft(
     jitted with its shardings (`hat_jax.parallel.placement`). With
     `cfg.lora.rank` > 0 the model gets LoRA adapters and only they are trained;
     `nnx.merge(graphdef, state.params, state.frozen)` is the adapted model and
-    `save_hf` merges the adapters on export.
+    `save_hf` merges the adapters on export. With `data.eval` the held-out loss
+    is logged every `train.eval_every` steps (`hat_jax.train.heldout`);
+    `tracking` picks the TensorBoard run name and the W&B sink
+    (`hat_jax.train.tracking`).
 
     Returns:
       (final state, graphdef, last metrics).
     """
-    from hat_jax.harness.tokens import read_jsonl
     from hat_jax.parallel.placement import place_on_mesh
     from hat_jax.train import build, data
+    from hat_jax.train.heldout import sft_heldout
     from hat_jax.train.loop import train
     from hat_jax.train.state import init_state
+    from hat_jax.train.tracking import check_tracking
     from hat_jax.train.workdir import check_config, open_run
 
     check_config(cfg)
+    check_tracking(cfg.get("tracking"))
     tokenizer = build.load_tokenizer(cfg.tokenizer)
     trajs = data.select_trajectories(
-        read_jsonl(cfg.data.train), fixed_harness=bool(cfg.data.fixed_harness)
+        data.load_trajectories(cfg.data.train),
+        fixed_harness=bool(cfg.data.fixed_harness),
     )
     examples, stats = data.tokenize(
         trajs,
@@ -313,6 +320,7 @@ def run_sft(
             trajs, tokenizer, seq_len=int(cfg.seq_len), rows=rows, fmt=cfg.data.fmt
         )
         probe = DecisionProbe(graphdef, pb) if pb is not None else None
+    heldout, eval_every = sft_heldout(cfg, tokenizer, graphdef)
     state, last = train(
         cfg,
         workdir=workdir,
@@ -323,6 +331,9 @@ def run_sft(
         probe=probe,
         probe_every=every,
         after_restore=run.commit,
+        evaluate=heldout,
+        eval_every=eval_every,
+        run_config=run.record,
         **train_kw,
     )
     return state, graphdef, last

@@ -8,6 +8,8 @@ params are optimised, and whatever the `trainable` filter leaves out is carried 
 Gradient accumulation is an explicit micro-batch `lax.scan` inside the jitted step
 (`hat_jax.train.sft`), not `optax.MultiSteps`: the optimiser updates once per step,
 `step` counts optimiser updates, and the schedule and metrics need no bookkeeping.
+The steps' norm metrics are `optax.tree.norm` (`optax.global_norm`, which is
+deprecated for it; float32 params and grads).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx, struct
 
-__all__ = ["TrainState", "init_state", "make_optimizer", "make_schedule", "tree_norm"]
+__all__ = ["TrainState", "init_state", "make_optimizer", "make_schedule"]
 
 
 @struct.dataclass
@@ -111,11 +113,3 @@ def init_state(
         rng=jax.random.PRNGKey(seed),
     )
     return graphdef, state
-
-
-def tree_norm(tree) -> jax.Array:
-    """Global L2 norm of a pytree's leaves, in float32."""
-    leaves = jax.tree.leaves(tree)
-    if not leaves:
-        return jnp.zeros((), jnp.float32)
-    return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in leaves))

@@ -19,6 +19,11 @@ the record of what the checkpoint holds (`hat convert` reads it).
 
 `restore_latest` names a checkpoint that does not fit the new state (an
 allowed change of the model's shape) as such instead of orbax's shape error.
+
+`commit` adds a ``"provenance"`` object (`hat_jax.provenance.collect`: git
+SHA and dirty flag, command line, package versions, devices) to the record it
+writes; it describes the run, so `config_diff` (and the resume check) ignore
+it, and it never reaches a checkpoint.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 
 import ml_collections
 
+from hat_jax import provenance
 from hat_jax.jsonl import DataError, json_type, read_json, write_text_atomic
 
 __all__ = [
@@ -49,8 +55,17 @@ __all__ = [
 ]
 
 # The outputs a stage writes into its workdir; `fresh` deletes these only.
-OUTPUTS = ("ckpt", "tb", "eval", "metrics.jsonl", "config.json")
+OUTPUTS = (
+    "ckpt",
+    "tb",
+    "eval",
+    "wandb",
+    "metrics.jsonl",
+    "rollouts.jsonl",
+    "config.json",
+)
 ABSENT = "<absent>"  # how a key missing on one side shows in a diff
+PROVENANCE = "provenance"  # config.json's description of the run, never compared
 
 # How often a run logs, saves or evaluates: a resumed run under a new value
 # ends in the same state, so these may change silently.
@@ -63,6 +78,14 @@ QUIET_KEYS = frozenset(
         "train.decision_rows",
         "eval.every",
         "eval.at_start",
+        # held-out evaluation and trackers: logged, never trained on
+        "data.eval",
+        "train.eval_every",
+        "train.eval_batches",
+        "tracking.wandb",
+        "tracking.project",
+        "tracking.name",
+        "tracking.rollout_samples",
     }
 )
 # Where a run stops: continuing a run further (the schedule, `optim.*`,
@@ -302,7 +325,11 @@ def _plain(record: Mapping) -> dict:
 
 
 def config_diff(old: Mapping, new: Mapping) -> dict[str, dict[str, Any]]:
-    """Dotted key -> {"old", "new"} for each leaf that differs (`ABSENT` if none)."""
+    """Dotted key -> {"old", "new"} for each leaf that differs (`ABSENT` if none).
+
+    The top-level `PROVENANCE` object (where and how a run ran) is not compared.
+    """
+    old, new = ({k: v for k, v in d.items() if k != PROVENANCE} for d in (old, new))
     a, b = _flatten(_plain(old)), _flatten(_plain(new))
     return {
         k: {"old": a.get(k, ABSENT), "new": b.get(k, ABSENT)}
@@ -341,7 +368,8 @@ class RunRecord:
         `{"step": start, "config_change": {key: {"old", "new"}}}` to metrics.jsonl
         and prints them (call after metrics.jsonl was trimmed to `start`)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.record, indent=2)
+        record = {**self.record, PROVENANCE: provenance.collect()}
+        text = json.dumps(record, indent=2)
         write_text_atomic(self.workdir / "config.json", text)  # the record stays whole
         if start > 0 and self.changes:
             row = {"step": int(start), "config_change": dict(self.changes)}
@@ -374,8 +402,9 @@ def open_run(
       workdir: the run folder; nothing in it is written here unless `fresh`.
       record: the stage's new config.json contents (config, model, data stats).
       fresh: delete the earlier run's outputs (`OUTPUTS`: ckpt/, tb/, eval/,
-        metrics.jsonl, config.json) and start over; other files stay, and an
-        output that is a symlink loses the link only, never what it points to.
+        wandb/, metrics.jsonl, rollouts.jsonl, config.json) and start over;
+        other files stay, and an output that is a symlink loses the link only,
+        never what it points to.
       allow_config_change: resume despite refused differences (recorded).
 
     Returns:

@@ -3,7 +3,7 @@
 import argparse
 import json
 
-import numpy as np
+import chex
 from flax import nnx
 
 from hat_jax.checkpoints.hf import save_hf
@@ -25,10 +25,9 @@ def test_mtp_head_drafts_with_the_donors_head(
     save_hf(tiny_model, tmp_path / "model", tokenizer=qwen_tokenizer)
     save_hf(donor, tmp_path / "donor", tokenizer=qwen_tokenizer)
     model, _ = replay_cmd._grafted(str(tmp_path / "model"), str(tmp_path / "donor"))
-    got = nnx.state(model.mtp, nnx.Param)
-    want = nnx.state(donor.mtp, nnx.Param)
-    for a, b in zip(*(nnx.to_flat_state(s) for s in (got, want)), strict=True):
-        np.testing.assert_array_equal(a[1][...], b[1][...])
+    chex.assert_trees_all_equal(
+        nnx.state(model.mtp, nnx.Param), nnx.state(donor.mtp, nnx.Param)
+    )
 
     out = tmp_path / "replay"
     args = _args(

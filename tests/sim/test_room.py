@@ -4,6 +4,7 @@ bit-exact agreement with the per-room Python twin, and host snapshots."""
 import dataclasses
 from math import comb
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,19 +47,18 @@ def _room(tree, r):
 
 def test_reset_and_step_are_jittable_and_vmappable(params):
     state = room.reset_batch(_keys(0), params)
-    assert state.stock.shape == params.stock.shape  # [R, P]
-    assert state.queue.shape == (R, params.queue_size, room.N_FIELDS)
+    chex.assert_equal_shape([state.stock, params.stock])  # [R, P]
+    chex.assert_shape(state.queue, (R, params.queue_size, room.N_FIELDS))
     action = room.RoomAction.keep(R, answer=1)
     batched, obs = room.step_batch(_keys(1), state, action, params)
-    assert obs.messages.shape == (R, params.max_new, room.N_FIELDS)
-    assert obs.price_now.shape == params.stock.shape
+    chex.assert_shape(obs.messages, (R, params.max_new, room.N_FIELDS))
+    chex.assert_equal_shape([obs.price_now, params.stock])
     # vmap over rooms == one jitted room at a time
     one = jax.jit(room.step)
     for r in range(3):
         s0, a0, p0 = (_room(t, r) for t in (state, action, params))
         s, o = one(_keys(1)[r], s0, a0, p0)
-        for a, b in zip(jax.tree.leaves((s, o)), jax.tree.leaves((batched, obs))):
-            np.testing.assert_array_equal(a, b[r])
+        chex.assert_trees_all_equal((s, o), _room((batched, obs), r))
 
 
 def test_same_key_same_bytes(params):
@@ -74,8 +74,7 @@ def test_same_key_same_bytes(params):
     for t in range(40):
         action = jax.tree.map(lambda x, t=t: x[t], actions)
         s, _ = room.step_batch(keys[t], s, action, params)
-    for x, y in zip(jax.tree.leaves(s), jax.tree.leaves(runs[0][0])):
-        np.testing.assert_array_equal(x, y)
+    chex.assert_trees_all_equal(s, runs[0][0])
 
 
 def test_stock_never_negative_and_units_conserved(params):

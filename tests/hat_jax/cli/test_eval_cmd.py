@@ -88,18 +88,27 @@ def test_plugins_add_subcommands_and_builtins_win(monkeypatch, capsys):
     impostor = types.SimpleNamespace(__doc__="x", add_arguments=None, run=None)
 
     class EP:
-        def __init__(self, name, obj):
-            self.name, self.obj = name, obj
+        def __init__(self, name, value):
+            self.name, self.value = name, value
 
-        def load(self):
-            if self.obj is None:
-                raise ImportError("not installed")
-            return self.obj
+    objects = {"pkg.run": plugin, "pkg.impostor": impostor}
 
-    eps = [EP("run", plugin), EP("ifeval-score", impostor), EP("gone", None)]
+    def load_object(value):
+        if value == "gone.mod":  # its package is not installed: skipped
+            raise ModuleNotFoundError("No module named 'gone'", name="gone")
+        if value == "pkg.broken":  # installed but broken: listed, says why
+            raise ImportError("cannot import name 'x' from 'pkg.dep'")
+        return objects[value]
+
+    eps = [EP("run", "pkg.run"), EP("ifeval-score", "pkg.impostor")]
+    eps += [EP("gone", "gone.mod"), EP("broken", "pkg.broken")]
     monkeypatch.setattr(eval_cmd, "entry_points", lambda group: eps)
+    monkeypatch.setattr(eval_cmd.plugins, "load_object", load_object)
     subs = eval_cmd.subcommands()
     assert subs["run"][0] == "Run a suite." and "gone" not in subs
     assert subs["ifeval-score"] == eval_cmd.SUBCOMMANDS["ifeval-score"]
+    assert main.main(["eval", "broken"]) == 1
+    err = capsys.readouterr().err
+    assert "could not be loaded: ImportError: cannot import name 'x'" in err
     assert main.main(["eval", "run", "--suite", "t2"]) == 0
     assert capsys.readouterr().out == "ran t2\n"

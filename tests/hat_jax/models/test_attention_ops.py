@@ -7,6 +7,7 @@ VJP are compared with it and with `jax.grad` of a NumPy-free float64 recomputati
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,8 +50,7 @@ def test_fused_equals_plain_fp32(n, kv, block):
     g_plain = jax.grad(_loss(dot_product_attention, allowed, w), argnums=(0, 1, 2))(
         q, k, v
     )
-    for a, b in zip(g_fused, g_plain):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+    chex.assert_trees_all_close(g_fused, g_plain, atol=1e-5, rtol=1e-7)
 
 
 def test_fused_gradients_match_float64_recomputation():
@@ -72,21 +72,22 @@ def test_fused_gradients_match_float64_recomputation():
     g = jax.grad(
         _loss(fused_attention, allowed, jnp.asarray(w, jnp.float32)), (0, 1, 2)
     )
-    for a, b in zip(g(q, k, v), g_ref):
-        np.testing.assert_allclose(a, b, atol=2e-5)
+    chex.assert_trees_all_close(g(q, k, v), g_ref, atol=2e-5, rtol=1e-7)
 
 
 def test_fused_bf16_close_to_fp32():
     q, k, v, allowed = _inputs(4, 2, jnp.bfloat16)
     out = fused_attention(q, k, v, allowed)
-    assert out.dtype == jnp.bfloat16
+    chex.assert_type(out, jnp.bfloat16)
+    chex.assert_equal_shape([out, q])
     f32 = [x.astype(jnp.float32) for x in (q, k, v)]
     ref = dot_product_attention(*f32, allowed)
     np.testing.assert_allclose(out.astype(jnp.float32), ref, atol=3e-2)
     w = jnp.ones(q.shape, jnp.float32)
     g16 = jax.grad(_loss(fused_attention, allowed, w), argnums=(0, 1, 2))(q, k, v)
     g32 = jax.grad(_loss(fused_attention, allowed, w), argnums=(0, 1, 2))(*f32)
-    for a, b in zip(g16, g32):
-        assert a.dtype == jnp.bfloat16
+    chex.assert_type(g16, jnp.bfloat16)
+    chex.assert_trees_all_equal_shapes(g16, g32)
+    for a, b in zip(g16, g32, strict=True):
         scale = float(jnp.abs(b).max())
         np.testing.assert_allclose(a.astype(jnp.float32), b, atol=2e-2 * scale)

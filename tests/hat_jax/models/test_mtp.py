@@ -2,6 +2,7 @@
 
 import json
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -219,11 +220,9 @@ def test_safetensors_round_trip(tmp_path, family):
     np.testing.assert_array_equal(fc, np.asarray(model.mtp.fc.kernel[...]).T)
     again, cfg = load_hf(tmp_path)
     assert cfg.mtp_num_hidden_layers == 1
-    want = dict(nnx.to_flat_state(nnx.state(model, nnx.Param)))
-    got = dict(nnx.to_flat_state(nnx.state(again, nnx.Param)))
-    assert want.keys() == got.keys()
-    for path in want:
-        np.testing.assert_array_equal(got[path][...], want[path][...], err_msg=path)
+    chex.assert_trees_all_equal(
+        nnx.state(again, nnx.Param), nnx.state(model, nnx.Param)
+    )
     # A trunk-only load of the same folder ignores the head's tensors.
     trunk, _ = load_hf(tmp_path, mtp_num_hidden_layers=0)
     assert trunk.mtp is None

@@ -1,5 +1,6 @@
 """graft_head: a model drafting with another model's MTP head (the base-head row)."""
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -10,26 +11,27 @@ from hat_jax.models.mtp import graft_head
 from tests.tiny_configs import tiny_hybrid
 
 
+def _state(module):
+    return nnx.state(module, nnx.Param)
+
+
 def _params(module):
-    return jax.tree.leaves(nnx.state(module, nnx.Param))
+    return jax.tree.leaves(_state(module))
 
 
 def test_with_head_takes_the_donors_head_and_keeps_the_trunk():
     cfg = tiny_hybrid(mtp_num_hidden_layers=1)
     model, donor = build_model(cfg, seed=0), build_model(cfg, seed=1)
-    before = [np.asarray(x) for x in _params(model)]
+    before = jax.tree.map(np.asarray, _state(model))
     grafted = graft_head(model, donor)
-    for a, b in zip(_params(grafted.mtp), _params(donor.mtp), strict=True):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(_params(grafted.layers), _params(model.layers), strict=True):
-        np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal(_state(grafted.mtp), _state(donor.mtp))
+    chex.assert_trees_all_equal(_state(grafted.layers), _state(model.layers))
     # the heads differ (different seeds), and the model itself is left alone
     assert any(
         not np.array_equal(a, b)
         for a, b in zip(_params(grafted.mtp), _params(model.mtp), strict=True)
     )
-    for a, b in zip(_params(model), before, strict=True):
-        np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal(_state(model), before)
     assert grafted.mtp is not donor.mtp  # a copy: the donor stays usable
 
 

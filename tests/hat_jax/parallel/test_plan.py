@@ -75,6 +75,24 @@ def test_hat_plan_cli(capsys, hw, gb):
     assert "35.51B params on 8 devices" in out
     assert f"8x{hw.upper()} ({gb} GB): train" in out
     assert "| AdamW m + v, fp32" in out and "rollout: KV cache" in out
+    # the config's model.moe_impl (topk) decides the note; no stale claim
+    assert "note: moe_impl=topk: each token runs through its top-8 of 256" in out
+    assert "until top-k dispatch lands" not in out and "today: +" not in out
+    assert "remat=True, moe_impl=topk" in out
+
+
+def test_notes_follow_the_moe_impl_and_remat(cfg, shapes):
+    def notes(**kw):
+        return "\n".join(make_plan(cfg, {"fsdp": 8}, shapes=shapes, **kw).notes)
+
+    topk, dense = notes(moe_impl="topk"), notes(moe_impl="dense")
+    assert "moe_impl=dense would add" in topk and "every one" not in topk
+    assert "every one of the 256 experts runs on every token" in dense
+    assert "moe_impl=topk (top-8 dispatch) would save" in dense
+    assert "one layer's at a time (remat)" in topk
+    assert "10 layers'" in notes(remat=False)  # the config's full-attention layers
+    assert "twice the bf16 estimate" in notes(compute_dtype="float32")
+    assert "twice" not in topk
 
 
 def test_hat_plan_device_memory(capsys):

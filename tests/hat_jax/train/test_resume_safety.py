@@ -205,7 +205,9 @@ def test_a_workdir_without_a_checkpoint_starts_over(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"seed": 0}))
     run = open_run(tmp_path, {"seed": 1})  # no ckpt/: nothing to protect
     run.commit(0)
-    assert json.loads((tmp_path / "config.json").read_text()) == {"seed": 1}
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert isinstance(written.pop("provenance"), dict)  # hat_jax.provenance
+    assert written == {"seed": 1}
     assert not (tmp_path / "metrics.jsonl").exists()
 
 
