@@ -92,16 +92,18 @@ def git_info(root: str | Path | None = None) -> dict[str, Any] | None:
     return {"sha": sha, "dirty": bool(status)}
 
 
+def dist_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, None when absent."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 @functools.cache
 def packages() -> dict[str, str | None]:
     """``{name: installed version, or None if not installed}`` for `PACKAGES`."""
-    out: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    return {name: dist_version(name) for name in PACKAGES}
 
 
 def devices() -> dict[str, Any] | None:

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
+
+from hat_jax.provenance import dist_version, git_info
 
 # distributions whose versions decide numbers (setup.py pins them)
 PACKAGES = (
@@ -43,30 +42,11 @@ EXTRAS = {
 _NOT_INSTALLED = "not installed"
 
 
-def dist_version(name: str) -> str | None:
-    """The installed version of distribution ``name``, None when absent."""
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
 def git_sha() -> str | None:
-    """The commit of the checkout hat_jax runs from, None outside a git tree."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+    """The commit (12 hex digits) of the checkout hat_jax runs from, None
+    outside one (`hat_jax.provenance.git_info`)."""
+    info = git_info()
+    return info["sha"][:12] if info else None
 
 
 def version_text() -> str:
