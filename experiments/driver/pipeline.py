@@ -42,7 +42,7 @@ from hat_jax import provenance
 STEPS_DIR = "_steps"
 DONE = "done.json"
 # Fields that describe a step without changing what it computes.
-UNHASHED = ("est_s",)
+UNHASHED = ("est_s", "nodes")
 _REF = re.compile(r"(^|=)@(\w+)")
 
 

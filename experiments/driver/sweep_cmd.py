@@ -5,15 +5,20 @@ HSA-SFT are computed once). A run that fails is reported and the others go on;
 the exit code is nonzero if any failed. Run the same command again after an
 interruption: finished steps and runs are kept. With `--workers N` runs go to
 N `hat run` processes (logs in ROOT/<run>/log.txt); a step two of them need is
-computed by one while the other waits for it. `--dry-run` prints the plan (each
-step cached, or why it would run: not run before, config, inputs or code
-changed) and the ETA, and runs and writes nothing.
+computed by one while the other waits for it. With `--launcher slurm` each step
+is a cluster job, submitted through submitit when its inputs are done
+(`experiments.driver.launch`; `--launcher local` runs them on this machine).
+`--dry-run` prints the plan (each step cached, or why it would run: not run
+before, config, inputs or code changed) and the ETA, and runs and writes
+nothing.
 
 Examples:
   hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
   hat sweep --config=experiments/configs/hat_tiny.py:scale=micro --root /tmp/m \\
       --only base,hsa_sft
   hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny --dry-run
+  hat sweep --config=experiments/configs/hat_tiny.py --root /shared/tiny \\
+      --launcher slurm --launcher-arg slurm_partition=gpu --launcher-arg timeout_min=600
 """
 
 from __future__ import annotations
@@ -34,7 +39,24 @@ def add_arguments(p) -> None:
     add_config_args(p)  # --config=FILE[:ARG] and --config.KEY=VALUE
     p.add_argument("--root", required=True, help="output root (created; resumed)")
     p.add_argument(
-        "--workers", type=count(1, 256), default=1, help="runs at once (default 1)"
+        "--workers",
+        type=count(1, 256),
+        help="runs at once (default 1); with --launcher: jobs in flight (default: "
+        "every step that is ready)",
+    )
+    p.add_argument(
+        "--launcher",
+        choices=("slurm", "local"),
+        help="send each step to a scheduler through submitit as a job, submitted "
+        "when its inputs are done ('local': submitit's local executor); needs "
+        "the cluster extra",
+    )
+    p.add_argument(
+        "--launcher-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a submitit parameter for every job (repeatable), e.g. "
+        "slurm_partition=gpu, gpus_per_node=1, timeout_min=600",
     )
     p.add_argument(
         "--only", type=_names, help="comma-separated run names (default: all)"
@@ -108,7 +130,11 @@ def run(args) -> int:
     progress = Progress(steps, n_runs=len(todo))
     failed: list[str] = []
     t0 = time.perf_counter()
-    if args.workers <= 1:
+    if getattr(args, "launcher", None):
+        from experiments.driver.launch import run_sweep
+
+        failed = run_sweep(args, todo, root)
+    elif (args.workers or 1) <= 1:
         for r in todo:
             try:
                 R.execute_run(r, root, progress=progress, bars=not args.no_bars)
