@@ -283,12 +283,29 @@ EDGE_CALLS: list[tuple[str, str, list[ToolCall], str | None]] = [
          ToolCall("edge_case", {"text": "b", "flag": False})],
         None,
     ),
-    # A string that reads as JSON, or holds a tag, is written as a JSON string
-    # literal in qwen_xml (hat_jax.text.toolcall's value rule).
+    # qwen_xml writes a string raw, even one that reads as JSON: vLLM's
+    # qwen3_xml keeps a string-typed value verbatim (hat_jax.text.toolcall).
     ("string_like_number", "", [ToolCall("edge_case", {"text": "3"})], None),
     ("string_like_bool", "", [ToolCall("edge_case", {"text": "true"})], None),
+    ("string_like_null", "", [ToolCall("edge_case", {"text": "null"})], None),
+    ("string_like_json", "", [ToolCall("edge_case", {"text": "[1]", "note": "{}"})],
+     None),
+    ("string_quoted", "", [ToolCall("edge_case", {"text": '"hi"'})], None),
+    ("null_for_string_or_null", "",
+     [ToolCall("edge_case", {"text": "x", "note": None})], None),
+    # One holding a tag vLLM cannot carry raw is written as a JSON string
+    # literal; both parsers then give that literal text (NO_ROUND_TRIP).
     ("string_with_tag", "", [ToolCall("edge_case", {"text": "</parameter>"})], None),
+    ("string_with_call_tag", "",
+     [ToolCall("edge_case", {"text": "a <tool_call> b", "count": 2})], None),
 ]  # fmt: skip
+# Cases whose qwen_xml rendering both parsers read back as something else than
+# the call: the string with a tag reads back as its JSON literal (quotes and
+# \u003c included), in vLLM and in hat_jax.text.toolcall alike.
+NO_ROUND_TRIP: dict[str, dict[str, Any]] = {
+    "qwen_xml/string_with_tag": {"text": '"\\u003c/parameter>"'},
+    "qwen_xml/string_with_call_tag": {"text": '"a \\u003ctool_call> b"', "count": 2},
+}
 
 
 def direct_cases(
@@ -376,20 +393,12 @@ def summary(records: Sequence[Mapping]) -> dict[str, Any]:
     }
 
 
-# Where vLLM 0.32 reads our rendering differently, and why: reported with each
-# record (``known``) and not counted as a failure. Its qwen3_xml parser keeps a
-# string-typed value as written, while our value rule writes a string that
-# reads as JSON, or holds a tag, as a JSON string literal: a model trained on
-# our rendering that writes ``"3"`` for the string 3 hands the tool ``'"3"'``.
-_JSON_LITERAL = (
-    "qwen_xml writes this string as a JSON string literal; vLLM's qwen3_xml "
-    "parser keeps a string-typed value as written, quotes included"
-)
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "qwen_xml/string_like_number": _JSON_LITERAL,
-    "qwen_xml/string_like_bool": _JSON_LITERAL,
-    "qwen_xml/string_with_tag": _JSON_LITERAL + " (raw, the tag would end the value)",
-}
+# Where vLLM 0.32 reads our rendering differently, and why (case id -> reason):
+# reported with each record (``known``) and not counted as a failure. None at
+# present: our qwen_xml parser converts values by the tool schema as vLLM's
+# qwen3_xml does, and the renderer writes strings raw (the strings that
+# looked like JSON, listed here before, now agree; see NO_ROUND_TRIP).
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def run_direct(

@@ -173,7 +173,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "keep": 2,
             "log_every": 1,
             # decision accuracy (hat_jax/train/decision_probe.py) every N steps on
-            # the first `decision_rows` training trajectories; 0 = off
+            # the first `decision_rows` trajectories of data.eval (else of the
+            # training set); 0 = off
             "decision_every": 50,
             "decision_rows": 8,
             # held-out loss on data.eval (hat_jax/train/heldout.py) every N steps

@@ -9,6 +9,12 @@ kind (``KINDS``, 0 = none), from the character spans of each assistant segment:
   2 argument  an argument value of a tool call (not ``load_skill``'s)
   3 skill     the skill name of a ``load_skill`` call
   4 number    a number in the reply text (outside reasoning and tool calls)
+  5 intent    what the reasoning says the viewer's message is: the words after
+              "message is a" up to ":" in a <think> block (the gold's "product
+              question (price) about link 7"). The first of them follows the
+              user message and a fixed lead, so its teacher-forced argmax is the
+              closed-loop first decision; every later decision is conditioned
+              on it (a call's argument copies the link the reasoning names)
 
 A token belongs to a kind when its character span overlaps one of the kind's
 spans (tokenizer offsets), so the kinds line up with the ids exactly. Both
@@ -27,7 +33,7 @@ from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
-KINDS = ("tool", "argument", "skill", "number")  # kind k + 1 in the arrays
+KINDS = ("tool", "argument", "skill", "number", "intent")  # kind k + 1 in the arrays
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([^>\n]+)>")
@@ -35,7 +41,8 @@ _PARAM = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.S)
 _JSON_NAME = re.compile(r'"name":\s*"([^"]*)"')
 _JSON_VALUE = re.compile(r'"[^"]*":\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false)')
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-Span = tuple[int, int, int]  # [start, end) in characters, kind 1..4
+_INTENT = re.compile(r"message is an? ([^:\n<]+)")
+Span = tuple[int, int, int]  # [start, end) in characters, kind 1..5
 
 
 def _call_spans(body: str, at: int) -> list[Span]:
@@ -62,6 +69,8 @@ def decision_spans(text: str) -> list[Span]:
     """Decision spans of one rendered assistant message (module docstring)."""
     out: list[Span] = []
     hidden = [m.span() for m in _THINK.finditer(text)]
+    for a, b in hidden:
+        out += [(m.start(1), m.end(1), 5) for m in _INTENT.finditer(text, a, b)]
     for m in _CALL.finditer(text):
         out += _call_spans(m.group(1), m.start(1))
         hidden.append(m.span())

@@ -3,18 +3,32 @@
 Two formats are registered, both wrapping each call in ``<tool_call>`` tags:
 ``"qwen_xml"`` (Qwen3.5/3.6 and Qwen3-Coder) and ``"hermes"`` (Qwen3's JSON).
 
-qwen_xml value rule: non-string values are written as JSON. A string is
-written raw unless raw text would read back differently, that is unless
-``json.loads`` accepts it (``"3"``, ``"true"``, ``'"hi"'``) or it contains a
-tag of the format (``</parameter>``, ``<tool_call>``, ...); such a string is
-written as a JSON string literal. Any JSON text that would contain a tag has
-its ``<`` escaped as ``\\u003c`` (both formats). The parser drops one newline
-on each side of a value, then uses ``json.loads`` when it succeeds and the raw
-text otherwise, so every well-formed call round-trips exactly. Given a tool
-schema, the declared parameter type decides instead (strings stay raw unless
-written as a JSON string literal). Whether a value has a declared type is
-`hat_jax.json_types`, the harness validator's rule too: ``3.0`` is an integer
-(a hermes ``{"qty": 3.0}`` is kept as written), ``true`` never a number.
+qwen_xml values follow vLLM's ``qwen3_xml``/``qwen3_coder`` parser (vLLM 0.32:
+``vllm/parser/qwen3.py`` ``_qwen3_arg_converter`` keeps each value as raw text,
+then ``ParserEngine._fix_arg_types`` converts it with
+``vllm/tool_parsers/utils.py`` ``coerce_to_schema_type``). The renderer writes
+a string raw and any other value as JSON. The parser drops one newline on each
+side of a value; then, given tool schemas, :func:`_coerce` decides by the
+parameter's declared type exactly as vLLM does: a "string" parameter keeps the
+text verbatim (``3`` stays ``"3"``), integer/number/boolean/null/object/array
+are converted when the text reads as one, and an unknown tool or parameter, or
+a parameter without type information, keeps the text. Without schemas the text
+is ``json.loads``-ed when that gives finite JSON, else kept as text.
+
+So with a schema, a string for a "string" parameter round-trips unless it
+holds a tag (:func:`_needs_escape`: ``</parameter>`` and ``<parameter=`` in
+vLLM's spacing variants, ``</function>``, ``<|im_start|>``/``<|im_end|>``, and
+the call tags this parser splits on before vLLM would). vLLM cannot carry such
+a string raw (it cuts the value at the first parameter tag, drops the call's
+arguments at ``</function>``, strips the turn tokens), so it is written as a
+JSON string literal with ``<`` escaped as
+``\\u003c``; a string-typed parameter then reads back, in vLLM and here, as
+that literal text, quotes included (without a schema: as the string). A string
+for a parameter that also allows a non-string type reads back converted when
+it looks like that type (``"3"`` for ``["integer", "string"]`` is ``3``), in
+vLLM too. Whether a value matches its declared type (:func:`_check_schema`) is
+`hat_jax.json_types`, the harness validator's rule too: ``3.0`` is an integer,
+``true`` never a number.
 
 ``parse_reply`` never raises for a string: each problem becomes a
 :class:`ParseError` (kinds in :data:`ERROR_KINDS`). Structurally broken calls
@@ -25,6 +39,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -55,7 +71,20 @@ _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _FUNC, _FUNC_END = "<function=", "</function>"
 _PARAM, _PARAM_END = "<parameter=", "</parameter>"
 _MARKERS = (_OPEN, _CLOSE, _FUNC, _FUNC_END, _PARAM, _PARAM_END)
+# vLLM's qwen3 value regex also ends a value at these spacings of the tags, and
+# its parser drops the ChatML turn tokens from the text.
+_LOOSE_PARAM = re.compile(r"<\s*(?:/\s*parameter\s*>|parameter\s*=)")
+_TURN = ("<|im_start|>", "<|im_end|>")
 _NOT_JSON = object()
+# vllm/tool_parsers/utils.py: _TYPE_ALIASES and coerce_to_schema_type's order.
+_ALIASES = {"str": "string", "text": "string", "varchar": "string"}
+_ALIASES |= {"char": "string", "enum": "string", "float": "number"}
+_ALIASES |= dict.fromkeys(["float32", "float64", "double"], "number")
+_ALIASES |= dict.fromkeys(["int", "int32", "int64", "uint", "uint32"], "integer")
+_ALIASES |= dict.fromkeys(["uint64", "long", "short", "unsigned"], "integer")
+_ALIASES |= {"bool": "boolean", "dict": "object", "arr": "array"}
+_ALIASES |= {"list": "array", "sequence": "array"}
+_PRIORITY = ("null", "integer", "number", "boolean", "object", "array", "string")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,13 +121,35 @@ def _loads(text: str, **kwargs: Any) -> Any:
         return _NOT_JSON
 
 
-def _has_marker(text: str) -> bool:
-    return "<" in text and any(m in text for m in _MARKERS)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _not_a_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _loads_finite(text: str) -> Any:
+    """``json.loads``, or _NOT_JSON where that fails or gives inf/nan (vLLM's
+    ``_is_json_finite``: such a value could not be written back as JSON)."""
+    return _loads(text, parse_float=_finite_float, parse_constant=_not_a_constant)
+
+
+def _needs_escape(text: str) -> bool:
+    """Whether ``text`` holds a tag that would end or corrupt a qwen_xml value,
+    here or in vLLM's parser (module docstring)."""
+    if "<" not in text:
+        return False
+    tags = (*_MARKERS, *_TURN)
+    return any(m in text for m in tags) or _LOOSE_PARAM.search(text) is not None
 
 
 def _dumps(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
-    return text.replace("<", "\\u003c") if _has_marker(text) else text
+    return text.replace("<", "\\u003c") if _needs_escape(text) else text
 
 
 def _valid_name(name: str) -> bool:
@@ -107,7 +158,8 @@ def _valid_name(name: str) -> bool:
 
 
 def _declared_types(schema: Any) -> list[str]:
-    """Types a JSON-schema property allows, with "string" tried last."""
+    """Types a JSON-schema property declares (``type``, ``anyOf``, ``oneOf``),
+    for the schema check; [] when it declares none."""
     if not isinstance(schema, Mapping):
         return []
     declared = schema.get("type")
@@ -117,22 +169,56 @@ def _declared_types(schema: Any) -> list[str]:
         subs = schema.get(key)
         for sub in subs if isinstance(subs, list) else ():
             types += _declared_types(sub)
-    types = [t for t in types if isinstance(t, str) and t in JSON_TYPES]
-    return sorted(dict.fromkeys(types), key=lambda t: t == "string")
+    return [t for t in dict.fromkeys(types) if isinstance(t, str) and t in JSON_TYPES]
 
 
-def _decode(text: str, types: list[str]) -> Any:
-    """Reads one qwen_xml value, coercing to the first declared type that fits."""
-    value = _loads(text)
-    for t in types:
-        if t == "string":
-            return value if isinstance(value, str) else text
-        if t == "boolean" and text.strip().lower() in ("true", "false"):
-            return text.strip().lower() == "true"
-        if t == "integer" and isinstance(value, float) and value.is_integer():
-            return int(value)
-        if value is not _NOT_JSON and has_type(value, t):
-            return value
+def _value_types(schema: Any) -> set[str]:
+    """The types vLLM converts a value to (``extract_types_from_schema``:
+    ``type``, ``enum`` values, ``anyOf``/``oneOf``/``allOf``; "string" if none)."""
+    if not isinstance(schema, Mapping):
+        return {"string"}
+    declared = schema.get("type")
+    types = {declared} if isinstance(declared, str) else set()
+    if isinstance(declared, list):
+        types |= {t for t in declared if isinstance(t, str)}
+    enum = schema.get("enum")
+    for value in enum if isinstance(enum, list) else ():
+        names = (type(None), "null"), (bool, "boolean"), (int, "integer")
+        names += (float, "number"), (str, "string"), (list, "array"), (dict, "object")
+        types.update(next(([n] for t, n in names if isinstance(value, t)), []))
+    for key in ("anyOf", "oneOf", "allOf"):
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
+            types |= _value_types(sub)
+    return types or {"string"}
+
+
+def _coerce(text: str, types: set[str]) -> Any:
+    """One value converted as vLLM's ``coerce_to_schema_type`` does: the first
+    type in _PRIORITY that ``types`` allows and the text reads as; a string
+    type keeps the text; with none, finite JSON or else the text."""
+    allowed = {_ALIASES.get(t.strip().lower(), t.strip().lower()) for t in types}
+    for kind in (k for k in _PRIORITY if k in allowed):
+        if kind == "string":
+            return text
+        if kind == "null" and text.lower() == "null":
+            return None
+        if kind == "boolean" and text.lower().strip() in ("true", "1", "false", "0"):
+            return text.lower().strip() in ("true", "1")
+        if kind in ("integer", "number"):
+            try:
+                number = int(text) if kind == "integer" else float(text)
+            except (ValueError, TypeError):
+                continue
+            if kind == "integer":
+                return number
+            if math.isfinite(number):
+                return number if number != int(number) else int(number)
+        if kind in ("object", "array"):
+            value = _loads_finite(text)
+            if value is not _NOT_JSON:
+                return value
+    value = _loads_finite(text)
     return text if value is _NOT_JSON else value
 
 
@@ -167,9 +253,9 @@ class _Ctx:
             for tool in tools:
                 fn = tool_function(tool) if isinstance(tool, Mapping) else {}
                 params = fn.get("parameters")
-                if isinstance(fn.get("name"), str):
+                if isinstance(fn.get("name"), str):  # the first one wins (vLLM)
                     ok = isinstance(params, Mapping)
-                    self.schemas[fn["name"]] = params if ok else {}
+                    self.schemas.setdefault(fn["name"], params if ok else {})
 
     def error(self, kind: str, message: str, start: int, end: int) -> None:
         self.errors.append(ParseError(kind, message, (start, end)))
@@ -185,6 +271,16 @@ class _Ctx:
 
     def types(self, name: str, key: str) -> list[str]:
         return _declared_types((self.properties(name) or {}).get(key))
+
+    def decode(self, name: str, key: str, text: str) -> Any:
+        """One qwen_xml value: converted by its schema as vLLM's
+        ``_fix_arg_types`` does (an unknown tool or parameter keeps the text),
+        or, without tool schemas, finite JSON or else the text."""
+        if self.schemas is None:
+            value = _loads_finite(text)
+            return text if value is _NOT_JSON else value
+        prop = (self.properties(name) or {}).get(key)
+        return _coerce(text, _value_types(prop)) if isinstance(prop, Mapping) else text
 
 
 class ToolCallFormat:
@@ -254,12 +350,9 @@ class QwenXmlFormat(ToolCallFormat):
         for key, value in call.arguments.items():
             if not isinstance(key, str) or not _valid_name(key):
                 raise ValueError(f"parameter name {key!r} cannot be written as XML")
-            if not isinstance(value, str):
-                text = _dumps(value)
-            elif _loads(value) is not _NOT_JSON or _has_marker(value):
-                text = _dumps(value)
-            else:
-                text = value
+            # Strings raw, as vLLM reads them; one with a tag as a JSON literal.
+            ok = isinstance(value, str) and not _needs_escape(value)
+            text = value if ok else _dumps(value)
             lines += [f"{_PARAM}{key}>", text, _PARAM_END]
         return "\n".join([*lines, _FUNC_END, _CLOSE])
 
@@ -298,7 +391,7 @@ class QwenXmlFormat(ToolCallFormat):
                 ctx.error("duplicate_parameter", f"{key!r} given twice", p, pos)
             value = value[1:] if value.startswith("\n") else value
             value = value[:-1] if value.endswith("\n") else value
-            args[key] = _decode(value, ctx.types(name, key))
+            args[key] = ctx.decode(name, key, value)
         ctx.stray(pos, fn_end)
         return ToolCall(name, args)
 

@@ -2,13 +2,20 @@
 
 Token accuracy is mostly the system prompt's echoes and the reply templates; a
 turn is decided by a few tokens (``hat_jax.harness.decisions``: tool name,
-argument values, skill name, numbers in the reply). Every
-``train.decision_every`` steps the loop runs :func:`DecisionProbe` on a fixed set
-of the training trajectories (the first ``train.decision_rows`` (8) that fit
-``seq_len``, one a row) and logs, beside ``train/accuracy``:
+argument values, skill name, numbers in the reply, the reasoning's reading of
+the message). Every ``train.decision_every`` steps the loop runs
+:func:`DecisionProbe` on a fixed set of trajectories: the first
+``train.decision_rows`` (8) that fit ``seq_len``, one a row, of the held-out
+file ``data.eval`` when one is set, else of the training set. It logs, beside
+``train/accuracy``:
 
   train/decision/<kind>   the share of kind-``kind`` target tokens predicted
-                          exactly (tool, argument, skill, number)
+                          exactly (tool, argument, skill, number, intent)
+  train/decision/intent_first  the share of intent spans whose first token is
+                          right: the first decision of a turn, which follows the
+                          user message and a fixed lead, so it is what greedy
+                          decoding writes closed-loop (a policy that writes the
+                          majority intent scores that intent's share of rows)
   train/decision_accuracy the same over every decision token
 """
 
@@ -26,6 +33,8 @@ from hat_jax.harness.tokens import trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.tokenizer import Tokenizer
 from hat_jax.train.sft import packed_hidden
+
+INTENT = KINDS.index("intent") + 1
 
 
 def probe_batch(
@@ -63,10 +72,18 @@ class DecisionProbe:
         self.names = ["train/decision_accuracy"] + [
             f"train/decision/{k}" for i, k in enumerate(KINDS) if i + 1 in have
         ]
+        if INTENT in have:
+            self.names.append("train/decision/intent_first")
 
     def __call__(self, state) -> dict[str, float]:
         out = jax.device_get(self._fn(state.params, state.frozen, self.batch))
         return {k: float(out[k]) for k in self.names}
+
+
+def span_starts(mask: jax.Array) -> jax.Array:
+    """bool [R, T]: the first token of each run of True along T."""
+    before = jnp.pad(mask[:, :-1], ((0, 0), (1, 0)))  # the previous token's mask
+    return mask & ~before
 
 
 def _accuracy(params, frozen, batch, *, graphdef) -> dict[str, jax.Array]:
@@ -82,4 +99,5 @@ def _accuracy(params, frozen, batch, *, graphdef) -> dict[str, jax.Array]:
 
     out = {f"train/decision/{k}": share(kinds == i + 1) for i, k in enumerate(KINDS)}
     out["train/decision_accuracy"] = share(kinds > 0)
+    out["train/decision/intent_first"] = share(span_starts(kinds == INTENT))
     return out

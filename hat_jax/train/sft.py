@@ -316,8 +316,10 @@ def run_sft(
         from hat_jax.train.decision_probe import DecisionProbe, probe_batch
 
         rows = int(cfg.train.get("decision_rows", 8))
+        held = str(cfg.data.get("eval") or "")  # held-out rows when given
+        source = data.load_trajectories(held) if held else trajs
         pb = probe_batch(
-            trajs, tokenizer, seq_len=int(cfg.seq_len), rows=rows, fmt=cfg.data.fmt
+            source, tokenizer, seq_len=int(cfg.seq_len), rows=rows, fmt=cfg.data.fmt
         )
         probe = DecisionProbe(graphdef, pb) if pb is not None else None
     heldout, eval_every = sft_heldout(cfg, tokenizer, graphdef)

@@ -176,27 +176,39 @@ def test_direct_cases_round_trip_through_our_parser():
     ids = [c["id"] for c in cases]
     assert len(ids) == len(set(ids))
     assert {c["tool_parser"] for c in cases} == set(TOOL_PARSERS.values())
-    for known in toolcheck.KNOWN_DIFFERENCES:
+    for known in [*toolcheck.KNOWN_DIFFERENCES, *toolcheck.NO_ROUND_TRIP]:
         assert known in ids
     by_id = {cid: calls for cid, _, calls, _ in toolcheck.EDGE_CALLS}
     for c in cases:
-        want = by_id[c["id"].split("/")[1].removesuffix("+think")]
+        base = c["id"].removesuffix("+think")
+        want = by_id[base.split("/")[1]]
+        want = [{"name": w.name, "arguments": w.arguments} for w in want]
+        if base in toolcheck.NO_ROUND_TRIP:
+            want[0]["arguments"] = toolcheck.NO_ROUND_TRIP[base]
         got = our_calls(c["text"], c["fmt"], c["tools"])
         assert got["errors"] == [], c["id"]
-        assert calls_equal(
-            got["tool_calls"],
-            [{"name": w.name, "arguments": w.arguments} for w in want],
-        ), c["id"]
+        assert calls_equal(got["tool_calls"], want), c["id"]
+
+
+def test_qwen_xml_strings_that_read_as_json_are_written_raw():
+    cases = {c["id"]: c["text"] for c in direct_cases(TOOL_PARSERS)}
+    assert "<parameter=text>\n3\n</parameter>" in cases["qwen_xml/string_like_number"]
+    assert '<parameter=text>\n"hi"\n</parameter>' in cases["qwen_xml/string_quoted"]
+    tag = cases["qwen_xml/string_with_tag"]
+    assert '<parameter=text>\n"\\u003c/parameter>"\n</parameter>' in tag
 
 
 def test_run_direct_through_a_fake_serve_python(tmp_path, monkeypatch):
     """The subprocess protocol, with a stand-in for vllm_toolparse.py that answers
-    our own parse (quoting the value of the known JSON-literal cases, as vLLM's
-    qwen3_xml does) and fails one case."""
+    our own parse (quoting the value of a case declared a known difference) and
+    fails one case."""
+    known = {"qwen_xml/string_like_number": "a reason"}
+    monkeypatch.setattr(toolcheck, "KNOWN_DIFFERENCES", known)
     stub = tmp_path / "stub.py"
     stub.write_text(
         "import json, sys\n"
-        "from serving.toolcheck import KNOWN_DIFFERENCES, our_calls\n"
+        "from serving.toolcheck import our_calls\n"
+        f"KNOWN_DIFFERENCES = {known!r}\n"
         "spec = json.load(sys.stdin)\n"
         "fmt = {'qwen3_xml': 'qwen_xml', 'hermes': 'hermes'}\n"
         "rows = []\n"
@@ -220,9 +232,9 @@ def test_run_direct_through_a_fake_serve_python(tmp_path, monkeypatch):
     s = toolcheck.summary(out)
     assert s["failed"] == ["hermes/chinese"]
     assert sorted(s["known_differences"]) == sorted(
-        list(toolcheck.KNOWN_DIFFERENCES)
-        + [k + "+think" for k in toolcheck.KNOWN_DIFFERENCES]
+        list(known) + [k + "+think" for k in known]
     )
+    assert all(r["known"] == "a reason" for r in out if "known" in r)
     assert s["with_calls"] == s["n"] - 1
 
 
@@ -273,3 +285,57 @@ def test_run_served_forces_the_oracles_gold_calls(small_trace):
     assert forced["ok"] and forced["gold_equal"] and forced["forced_text_equal"]
     assert forced["text"] == text and "<tool_call>" in text
     assert forced["id"] == f"job{job.index}" and forced["n_calls"] == len(calls)
+
+
+SERVE_PYTHON = REPO / ".venv-serve" / "bin" / "python"
+
+
+def _vllm_tokenizer_folder() -> Path:
+    """The serve env and tokenizer the real-vLLM test needs, or a skip."""
+    import subprocess
+
+    from hat_jax import assets
+
+    if not SERVE_PYTHON.exists():
+        pytest.skip("no .venv-serve (make serve-env)")
+    probe = "import importlib.util, sys; sys.exit(not importlib.util.find_spec('vllm'))"
+    if subprocess.run([str(SERVE_PYTHON), "-c", probe]).returncode != 0:
+        pytest.skip("vllm is not installed in .venv-serve")
+    try:
+        folder = assets.path("qwen3_6-tokenizer").parent
+    except Exception as e:  # not fetched
+        pytest.skip(f"no Qwen3.6 tokenizer: {e}")
+    if not (folder / "tokenizer.json").exists():
+        pytest.skip("no Qwen3.6 tokenizer.json")
+    return folder
+
+
+@pytest.mark.slow
+def test_real_vllm_parser_agrees_with_ours():
+    """vLLM's own qwen3_xml/hermes parsers (serving/vllm_toolparse.py in the serve
+    env, CPU) on the direct cases and on the string and conversion tables of
+    tests/hat_jax/text/test_toolcall.py: the same calls as our parser."""
+    from hat_jax.text.toolcall import ToolCall, render_tool_calls
+    from tests.hat_jax.text import test_toolcall as t
+
+    folder = _vllm_tokenizer_folder()
+    out = toolcheck.run_direct(str(SERVE_PYTHON), folder, TOOL_PARSERS)
+    s = toolcheck.summary(out)
+    assert (s["failed"], s["known_differences"]) == ([], []), s
+    assert s["with_calls"] == s["n"]
+
+    def case(cid, text, tool):
+        tool = {"type": "function", "function": tool}
+        return {"id": cid, "fmt": "qwen_xml", "tool_parser": "qwen3_xml",
+                "text": text, "tools": [tool], "enable_thinking": False}  # fmt: skip
+
+    cases = []
+    for i, value in enumerate([*t.PLAIN_STRINGS, *t.TAGGED]):
+        text = render_tool_calls([ToolCall("f", {"v": value})])
+        cases.append(case(f"string{i}", text, t.STRING_TOOL))
+    for i, (types, value, _) in enumerate(t.CONVERSIONS):
+        text = f"<tool_call><function=f><parameter=v>{value}</parameter></function>"
+        cases.append(case(f"convert{i}", text + "</tool_call>", t._string_tool(*types)))
+    rows = toolcheck.run_vllm_parsers(str(SERVE_PYTHON), folder, cases)
+    diff = [r for r in toolcheck.compare_direct(cases, rows) if not r["calls_equal"]]
+    assert diff == []

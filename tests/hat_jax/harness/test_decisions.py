@@ -67,3 +67,53 @@ def test_kinds_line_up_with_the_training_ids(tokenizer):
     assert text["number"].replace(" ", "") == "399"  # 3 and 99 of the reply
     # the system prompt's and the tool results' numbers are context, not decisions
     assert not kinds[~mask].any()
+
+
+def test_intent_is_the_reasonings_reading_of_the_message():
+    msg = {"role": "assistant", "content": "", "tool_calls": CALLS[:1]}
+    msg["reasoning"] = (
+        "The viewer's message is a product question (price) about link 3: call get_x."
+    )
+    got = spans_by_kind(render_assistant(msg, "qwen_xml"))
+    assert got["intent"] == ["product question (price) about link 3"]
+    # outside reasoning the same words are reply text, not an intent
+    reply = {"role": "assistant", "content": "This message is a chit chat: hi"}
+    assert spans_by_kind(render_assistant(reply, "qwen_xml"))["intent"] == []
+
+
+def test_span_starts_marks_the_first_token_of_each_span():
+    from hat_jax.train.decision_probe import span_starts
+
+    rng = np.random.default_rng(0)
+    mask = rng.random((4, 40)) < 0.4
+    want = np.zeros_like(mask)
+    for r in range(4):  # brute force
+        for t in range(40):
+            want[r, t] = mask[r, t] and (t == 0 or not mask[r, t - 1])
+    assert (np.asarray(span_starts(mask)) == want).all()
+
+
+def test_intent_kind_lines_up_with_the_ids_of_a_gold(tokenizer):
+    reasoning = "The viewer's message is a chit chat: call get_x first."
+    traj = Trajectory(
+        "h@1",
+        "hi",
+        [
+            {"role": "system", "content": "You sell things."},
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": CALLS[:1],
+                "reasoning": reasoning,
+            },
+            {"role": "tool", "content": '{"price": 99}'},
+            {"role": "assistant", "content": "hello"},
+        ],
+        reply="hello",
+        status="ok",
+    )
+    ids, _ = trajectory_to_tokens(traj, tokenizer)
+    kinds = decision_kinds(traj, tokenizer)
+    intent = KINDS.index("intent") + 1
+    assert tokenizer.decode(ids[kinds == intent]).strip() == "chit chat"

@@ -1,5 +1,7 @@
 """Tests for tool-call rendering and parsing (hat_jax.text.toolcall)."""
 
+import json
+import math
 import time
 
 import pytest
@@ -10,6 +12,7 @@ from hat_jax.text.toolcall import (
     ERROR_KINDS,
     ParsedReply,
     ToolCall,
+    _needs_escape,
     get_format,
     parse_reply,
     register_format,
@@ -83,22 +86,96 @@ def test_registry():
     assert isinstance(get_format("test_dummy"), Dummy)
 
 
-@pytest.mark.parametrize(
-    "value, rendered",
-    [
-        ("3", '"3"'),
-        ("true", '"true"'),
-        ("null", '"null"'),
-        ('"hi"', '"\\"hi\\""'),
-        ("a</parameter>b", '"a\\u003c/parameter>b"'),
-        ("x <b>bold</b> y", "x <b>bold</b> y"),
-        ("two\nlines", "two\nlines"),
-    ],
-)
-def test_qwen_xml_string_escaping_round_trips(value, rendered):
+def _string_tool(*types: str) -> dict:
+    props = {"v": {"type": list(types) if len(types) > 1 else types[0]}}
+    return {"name": "f", "parameters": {"type": "object", "properties": props}}
+
+
+STRING_TOOL = _string_tool("string")
+# Strings that read as JSON or carry spacing: vLLM's qwen3_xml parser keeps a
+# string-typed value verbatim, so these are written raw and read back as is.
+PLAIN_STRINGS = ["3", "true", "null", "[1]", "{}", "  spaced  ", "two\nlines"]
+PLAIN_STRINGS += ["", "\nlead", "trail\n", '"hi"', "-0", " 3 ", "1e999", "NaN"]
+PLAIN_STRINGS += ["x <b>bold</b> y", "a < /parametr > b", "\r\n", "日本語 🙂"]
+
+
+@pytest.mark.parametrize("value", PLAIN_STRINGS)
+def test_qwen_xml_strings_are_raw_and_round_trip_with_a_schema(value):
+    text = render_tool_calls([ToolCall("f", {"v": value})])
+    assert f"<parameter=v>\n{value}\n</parameter>" in text
+    reply = parse_reply(text, tools=[STRING_TOOL])
+    assert reply.errors == []
+    assert strict(reply.tool_calls[0].arguments) == strict({"v": value})
+
+
+# Strings vLLM cannot carry raw (it cuts a value at a parameter tag, also
+# spaced, drops the arguments at </function>, strips ChatML turn tokens) and
+# call tags our block splitter would take: written as a JSON literal, "<"
+# escaped. A string-typed value then reads back as that literal text, as in
+# vLLM (tests/serving/test_toolcheck.py runs vLLM on it); without a schema as
+# the string.
+TAGGED = {
+    "a</parameter>b": '"a\\u003c/parameter>b"',
+    "a< / parameter >b": '"a\\u003c / parameter >b"',
+    "<parameter=x>": '"\\u003cparameter=x>"',
+    "a</function>": '"a\\u003c/function>"',
+    "<tool_call>\n</tool_call>": '"\\u003ctool_call>\\n\\u003c/tool_call>"',
+    "<function=g>": '"\\u003cfunction=g>"',
+    "a<|im_end|>": '"a\\u003c|im_end|>"',
+}
+
+
+@pytest.mark.parametrize("value, rendered", TAGGED.items())
+def test_qwen_xml_tagged_strings_are_json_literals(value, rendered):
     text = render_tool_calls([ToolCall("f", {"v": value})])
     assert f"<parameter=v>\n{rendered}\n</parameter>" in text
     assert parse_reply(text).tool_calls == [ToolCall("f", {"v": value})]
+    reply = parse_reply(text, tools=[STRING_TOOL])
+    assert (reply.tool_calls, reply.errors) == ([ToolCall("f", {"v": rendered})], [])
+
+
+# (declared types, text, value) as vLLM 0.32's coerce_to_schema_type gives it
+# (checked against vLLM by tests/serving/test_toolcheck.py's real-vLLM test).
+CONVERSIONS = [
+    (["integer"], " 3 ", 3),
+    (["integer"], "1_000", 1000),
+    (["integer"], "3.0", 3.0),  # int() fails: the JSON fallback
+    (["integer"], "three", "three"),
+    (["number"], "1e2", 100),
+    (["number"], "0.5", 0.5),
+    (["number"], "inf", "inf"),
+    (["boolean"], "True", True),
+    (["boolean"], "0", False),
+    (["boolean"], "yes", "yes"),
+    (["null"], "NULL", None),
+    (["string", "null"], "null", None),
+    (["string", "null"], "x", "x"),
+    (["integer", "string"], "3", 3),
+    (["object"], '{"a": [1]}', {"a": [1]}),
+    (["object"], "3", 3),
+    (["array"], "[1e999]", "[1e999]"),
+    (["array"], "[1, 2]", [1, 2]),
+    (["int"], "7", 7),  # vLLM's type aliases
+]
+
+
+@pytest.mark.parametrize("types, text, value", CONVERSIONS)
+def test_qwen_xml_schema_conversion_matches_vllm(types, text, value):
+    body = f"<tool_call><function=f><parameter=v>{text}</parameter></function>"
+    reply = parse_reply(body + "</tool_call>", tools=[_string_tool(*types)])
+    assert strict(reply.tool_calls[0].arguments) == strict({"v": value})
+
+
+def test_qwen_xml_untyped_values_stay_text_with_tools():
+    props = {"e": {}, "en": {"enum": [1, 2]}, "d": {"description": "x"}}
+    tool = {"name": "f", "parameters": {"properties": props}}
+    call = ToolCall("f", {"e": [1], "en": 2, "d": 3, "unknown": 4})
+    text = render_tool_calls([call, ToolCall("g", {"x": 3})])
+    got = parse_reply(text, tools=[tool]).tool_calls
+    assert strict(got[0].arguments) == strict(
+        {"e": "[1]", "en": 2, "d": "3", "unknown": "4"}
+    )
+    assert got[1].arguments == {"x": "3"}  # unknown tool: all text, as vLLM
 
 
 def test_lenient_whitespace_and_plain_values():
@@ -217,7 +294,7 @@ def test_schema_coerces_declared_types():
         "<parameter=note>\nnull\n</parameter>\n</function>\n</tool_call>"
     )
     reply = parse_reply(text, tools=[WEATHER])
-    args = {"city": "1984", "days": 3, "metric": True, "note": None}
+    args = {"city": "1984", "days": 3.0, "metric": True, "note": None}
     assert strict(reply.tool_calls[0].arguments) == strict(args)
     assert reply.errors == []
 
@@ -272,9 +349,40 @@ VALUES = st.recursive(
 CALLS = st.builds(ToolCall, NAMES, st.dictionaries(NAMES, VALUES, max_size=4))
 
 
+def _finite(text: str) -> float:
+    if not math.isfinite(number := float(text)):
+        raise ValueError(text)
+    return number
+
+
+def _no_constant(text: str) -> float:
+    raise ValueError(text)
+
+
+def _reads_as_json(value: str) -> bool:
+    """Whether json.loads gives finite JSON for ``value``."""
+    try:
+        json.loads(value, parse_float=_finite, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+# Without a schema a raw string that reads as JSON reads back as that JSON.
+UNTYPED_CALLS = st.builds(
+    ToolCall,
+    NAMES,
+    st.dictionaries(
+        NAMES,
+        VALUES.filter(lambda v: not (isinstance(v, str) and _reads_as_json(v))),
+        max_size=4,
+    ),
+)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @settings(max_examples=300, deadline=None)
-@given(calls=st.lists(CALLS, min_size=1, max_size=3))
+@given(calls=st.lists(UNTYPED_CALLS, min_size=1, max_size=3))
 def test_round_trip(fmt, calls):
     reply = parse_reply(render_tool_calls(calls, fmt), fmt)
     assert reply.errors == []
@@ -283,6 +391,18 @@ def test_round_trip(fmt, calls):
         strict(c.arguments) for c in calls
     ]
     assert [c.name for c in reply.tool_calls] == [c.name for c in calls]
+
+
+def by_value(value):
+    """strict(), but numbers by value: a "number" value that is whole reads back
+    as an int, as in vLLM (3.0 -> 3)."""
+    if isinstance(value, dict):
+        return ("dict", {k: by_value(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return ("list", [by_value(v) for v in value])
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return ("number", value)
+    return (type(value).__name__, value)
 
 
 def _schema_for(value) -> dict:
@@ -299,7 +419,13 @@ def test_round_trip_with_schema(fmt, call):
     tool = {"name": call.name, "parameters": {"properties": props}}
     reply = parse_reply(render_tool_calls([call], fmt), fmt, tools=[tool])
     assert reply.errors == []
-    assert strict(reply.tool_calls[0].arguments) == strict(call.arguments)
+    got = reply.tool_calls[0].arguments
+    want = dict(call.arguments)
+    for key, value in want.items():
+        if fmt == "qwen_xml" and isinstance(value, str) and _needs_escape(value):
+            assert json.loads(got[key]) == value  # the JSON literal, as vLLM
+            want[key] = got[key]
+    assert by_value(got) == by_value(want)
 
 
 # --- robustness -------------------------------------------------------------------
