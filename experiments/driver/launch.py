@@ -41,23 +41,16 @@ JOBS_DIR = "_submitit"
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as submitit parameters (ints, floats, true/false)."""
+    """``KEY=VALUE`` strings as submitit parameters (literals as in config
+    overrides: ``60``, ``1.5``, ``true``; anything else stays text)."""
+    from hat_jax.cli.config_flags import parse_value
+
     out: dict[str, Any] = {}
     for item in items:
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"--launcher-arg expects KEY=VALUE, got {item!r}")
-        value: Any = text
-        if text.lower() in ("true", "false"):
-            value = text.lower() == "true"
-        else:
-            for cast in (int, float):
-                try:
-                    value = cast(text)
-                    break
-                except ValueError:
-                    pass
-        out[key.strip()] = value
+        out[key.strip()] = parse_value(text, type(None), key.strip())
     return out
 
 
@@ -200,13 +193,13 @@ def record_runs(runs: Sequence[R.Run], root: Path, failed: set[Path]) -> list[st
     Every step is done or failed by now: a done run's steps are all cached; a
     run with a failed step is recorded failed, naming the step.
     """
+
+    def stop(step: pipeline.Step) -> None:  # a step that is not done by now
+        why = "failed" if step.path in failed else "did not run"
+        raise RuntimeError(f"step {step.name} {why} on the cluster")
+
     bad = []
     for r in runs:
-
-        def stop(step: pipeline.Step) -> None:
-            why = "failed" if step.path in failed else "did not run"
-            raise RuntimeError(f"step {step.name} {why} on the cluster")
-
         try:
             R.execute_run(r, root, before=stop, bars=False)
         except RuntimeError as e:

@@ -101,11 +101,15 @@ class SFTHeldOut:
         return _weighted(parts)
 
 
-def sft_heldout(cfg, tokenizer, graphdef) -> tuple[SFTHeldOut | None, int]:
+def sft_heldout(
+    cfg, tokenizer, graphdef, trajectories=None
+) -> tuple[SFTHeldOut | None, int]:
     """(the SFT evaluator, `train.eval_every`), or (None, 0) when off.
 
-    The held-out trajectories are tokenised as the training ones (`seq_len`,
-    `data.fmt`, `data.overlong`), packed in file order into rows of `seq_len`.
+    The held-out trajectories (``trajectories`` when the caller has read
+    `data.eval` already, else read here) are tokenised as the training ones
+    (`seq_len`, `data.fmt`, `data.overlong`), packed in file order into rows
+    of `seq_len`.
 
     Raises:
       DataError: the file cannot be read, or keeps no example / trained token.
@@ -115,8 +119,10 @@ def sft_heldout(cfg, tokenizer, graphdef) -> tuple[SFTHeldOut | None, int]:
     path, every, limit = _settings(cfg)
     if not path or not every:
         return None, 0
+    if trajectories is None:
+        trajectories = data.load_trajectories(path)
     examples, _ = data.tokenize(
-        data.load_trajectories(path),
+        trajectories,
         tokenizer,
         seq_len=int(cfg.seq_len),
         fmt=cfg.data.fmt,

@@ -312,17 +312,19 @@ def run_sft(
         state0, step_fn, batches = placed.state, placed.step, placed.feed(batches)
 
     probe, every = None, int(cfg.train.get("decision_every", 0))
+    held_path = str(cfg.data.get("eval") or "")  # read once, for either reader
+    wanted = every > 0 or int(cfg.train.get("eval_every", 0) or 0) > 0
+    held = data.load_trajectories(held_path) if held_path and wanted else None
     if every > 0 and placed is None and not cfg.get("mtp_only", False):
         from hat_jax.train.decision_probe import DecisionProbe, probe_batch
 
         rows = int(cfg.train.get("decision_rows", 8))
-        held = str(cfg.data.get("eval") or "")  # held-out rows when given
-        source = data.load_trajectories(held) if held else trajs
+        source = held if held is not None else trajs  # held-out rows when given
         pb = probe_batch(
             source, tokenizer, seq_len=int(cfg.seq_len), rows=rows, fmt=cfg.data.fmt
         )
         probe = DecisionProbe(graphdef, pb) if pb is not None else None
-    heldout, eval_every = sft_heldout(cfg, tokenizer, graphdef)
+    heldout, eval_every = sft_heldout(cfg, tokenizer, graphdef, held)
     state, last = train(
         cfg,
         workdir=workdir,
