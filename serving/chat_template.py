@@ -8,9 +8,10 @@ written the way the vLLM tool parser in ``TOOL_PARSERS`` reads them back:
 ``qwen_xml`` → ``qwen3_xml`` (``<function=NAME><parameter=ARG>``; the
 ``qwen3_coder`` parser reads the same form) and ``hermes`` → ``hermes`` (JSON).
 
-Known difference: a string argument that looks like JSON (``"3"``, ``"true"``)
-is written raw here, while ``render_chat`` quotes it; both parse back to the
-declared type when the tool schema says string.
+String arguments are written raw, as ``render_chat`` writes them. One
+difference: a string that holds a call or turn tag (``</parameter>``,
+``<|im_end|>``) is a JSON string literal in ``render_chat`` and raw here; vLLM
+cannot read such a value back either way (``serving.toolcheck.NO_ROUND_TRIP``).
 """
 
 from __future__ import annotations

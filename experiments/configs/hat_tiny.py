@@ -120,6 +120,13 @@ COMPACT = _scale(
     est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
     | {"eval": 2400, "mtp": 60, "replay": 150},
 )
+# Both SFT runs of compact also train on 4 copies of each trajectory's start
+# without its system prompt (the viewer message -> the first assistant message:
+# `data.head_copies`); without them the policy writes the majority intent for
+# every message (docs/results/hat_tiny_pilot.md, fourth pilot).
+COMPACT["sft"] = COMPACT["sft"] | {
+    "extra": (*COMPACT["sft"]["extra"], "data.head_copies=4"),
+}
 # compact, its base stage first trained on short look-ups (experiments.world.
 # lookup, drill form: where a from-scratch model learns to copy an argument),
 # then on the general mix with look-ups (docs/results/hat_tiny_pilot.md).

@@ -137,6 +137,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "fmt": "qwen_xml",
             "fixed_harness": a.fixed_harness,  # True: drop HSA trajectories
             "overlong": "drop",  # or "truncate"
+            # loss weight of the decision tokens (hat_jax/harness/decisions.py:
+            # tool, argument, skill, reply number, intent); 1 = plain mean. The
+            # logged train/loss and train/accuracy are then weighted too.
+            "decision_weight": 1.0,
+            # copies of each training trajectory without its system prompt
+            # (hat_jax.train.data.prompt_free_copies): its start (viewer
+            # message -> first assistant message), and the whole of it
+            "head_copies": 0,
+            "no_system_copies": 0,
             # held-out trajectories (same format as train): eval/loss and
             # eval/accuracy every train.eval_every steps; "" = off
             "eval": "",

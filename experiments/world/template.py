@@ -5,8 +5,8 @@ assistant with ``reasoning``/``content``/``tool_calls``, consecutive ``tool``
 messages, an optional ``tools`` list, the qwen_xml call format, thinking left
 open) it renders the same text as :func:`hat_jax.text.render_chat` with
 ``enable_thinking=None``; the tests compare the two. One difference: a string
-argument that is itself JSON (``"3"``, ``"true"``) or holds a tag is written
-raw here, where the renderer writes it as a JSON string literal.
+argument that holds a call or turn tag is written raw here, where the renderer
+writes it as a JSON string literal.
 """
 
 from __future__ import annotations

@@ -2,10 +2,15 @@
 
 Each trajectory becomes `inputs = ids[:-1]`, `targets = ids[1:]`,
 `loss_mask = assistant_mask[1:]` (the shift happens per example, so no target ever
-crosses into the next packed example). Examples are packed next-fit into rows of
-`seq_len` in a shuffled order that depends only on `(seed, epoch)`; each row carries
-`segment_ids` (1, 2, ... per example, 0 on padding) and `positions` that restart at 0
-for every example, so `sft.packed_forward` keeps attention inside each example.
+crosses into the next packed example). With `decision_weight` w != 1 the mask is a
+float32 weight instead: w on the trained tokens that decide a turn
+(`hat_jax.harness.decisions`: tool, argument, skill, reply number, the reasoning's
+intent), 1 on the other trained tokens, 0 elsewhere; the loss is then the
+weighted mean (the held-out loss stays unweighted). Examples are packed
+next-fit into rows of `seq_len` in a shuffled order that depends only on
+`(seed, epoch)`; each row carries `segment_ids` (1, 2, ... per example, 0 on
+padding) and `positions` that restart at 0 for every example, so
+`sft.packed_forward` keeps attention inside each example.
 
 The iterator's position is `(epoch, index)`; `restore` rebuilds that epoch's packing
 from the seed, so a resumed run sees exactly the batches an uninterrupted run would.
@@ -31,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from hat_jax.harness.decisions import decision_kinds
 from hat_jax.harness.tokens import read_jsonl, trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.jsonl import DataError
@@ -43,6 +49,7 @@ __all__ = [
     "is_augmented",
     "load_trajectories",
     "pack_rows",
+    "prompt_free_copies",
     "select_trajectories",
     "tokenize",
 ]
@@ -54,7 +61,7 @@ BATCH_KEYS = ("inputs", "targets", "loss_mask", "segment_ids", "positions")
 class Example:
     inputs: np.ndarray  # int32 [L]
     targets: np.ndarray  # int32 [L]
-    loss_mask: np.ndarray  # bool [L]
+    loss_mask: np.ndarray  # bool [L], or float32 [L] weights (decision_weight)
 
 
 def is_augmented(traj: Trajectory) -> bool:
@@ -104,6 +111,41 @@ def select_trajectories(
     return out
 
 
+def prompt_free_copies(
+    trajs: Sequence[Trajectory], *, head: int = 0, no_system: int = 0
+) -> list[Trajectory]:
+    """Extra training views of each trajectory without its system prompt.
+
+    ``head`` copies of its start (the viewer message and the first assistant
+    message: the reasoning's reading of the message and the first calls, ~70
+    tokens instead of ~1,400) and ``no_system`` copies of the whole trajectory
+    without the system message. A from-scratch model sees the decisions that
+    follow the viewer message many times per step this way; in full
+    trajectories the system prompt is most of the tokens (measured in
+    docs/results/hat_tiny_pilot.md, fourth pilot). Trajectories without a
+    system and an assistant message give no copies. The copies keep ``meta``
+    and ``where`` and add ``meta["view"]``.
+    """
+    if head < 0 or no_system < 0:
+        raise ValueError(f"copies must be >= 0, got head={head}, no_system={no_system}")
+    out: list[Trajectory] = []
+    for traj in trajs:
+        roles = [m.get("role") for m in traj.messages]
+        if "system" not in roles or "assistant" not in roles:
+            continue
+        rest = [m for m in traj.messages if m.get("role") != "system"]
+        first = next(i for i, m in enumerate(rest) if m.get("role") == "assistant")
+        for view, msgs, n in (
+            ("head", rest[: first + 1], head),
+            ("no_system", rest, no_system),
+        ):
+            one = dataclasses.replace(
+                traj, messages=msgs, meta={**traj.meta, "view": view}
+            )
+            out += [one] * n
+    return out
+
+
 def _source(trajs: Sequence[Trajectory]) -> str:
     """The file the trajectories were read from (their ``where``), or "data"."""
     files = {t.where.rsplit(":", 1)[0] for t in trajs if t.where}
@@ -141,6 +183,7 @@ def tokenize(
     seq_len: int,
     fmt: str = "qwen_xml",
     overlong: str = "drop",
+    decision_weight: float = 1.0,
 ) -> tuple[list[Example], dict[str, int]]:
     """Tokenises and shifts each trajectory.
 
@@ -151,6 +194,8 @@ def tokenize(
       fmt: tool-call format the trajectories are rendered in.
       overlong: "drop" examples longer than T, or "truncate" them to T (their
         end, usually the final reply, is then lost).
+      decision_weight: the loss weight of decision tokens (module docstring);
+        1 keeps the bool mask.
 
     Returns:
       (examples, stats) with stats `examples`, `dropped`, `truncated`, `tokens`,
@@ -162,10 +207,16 @@ def tokenize(
     """
     if overlong not in ("drop", "truncate"):
         raise ValueError(f"overlong must be 'drop' or 'truncate', got {overlong!r}")
+    w = float(decision_weight)
+    if not (np.isfinite(w) and w > 0):
+        raise ValueError(f"decision_weight must be finite and > 0, got {w!r}")
     out, stats = [], {"examples": 0, "dropped": 0, "truncated": 0}
     firsts, lengths = [], []  # first trained position and length, per trajectory
     for traj in trajs:
         ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        if w != 1.0:  # float weights: w on decision tokens, 1 on the rest
+            kinds = decision_kinds(traj, tokenizer, fmt=fmt)
+            mask = np.where(kinds > 0, w, 1.0).astype(np.float32) * mask
         firsts.append(int(np.argmax(mask)) if mask.any() else None)
         lengths.append(len(ids))
         if len(ids) < 2:
@@ -180,7 +231,7 @@ def tokenize(
         out.append(Example(ids[:-1], ids[1:], mask[1:]))
     stats["examples"] = len(out)
     stats["tokens"] = int(sum(len(e.inputs) for e in out))
-    stats["loss_tokens"] = int(sum(e.loss_mask.sum() for e in out))
+    stats["loss_tokens"] = int(sum(np.count_nonzero(e.loss_mask) for e in out))
     stats["no_loss"] = int(sum(not e.loss_mask.any() for e in out))
     if trajs and not out:
         lens = np.asarray(lengths) - 1
@@ -206,7 +257,8 @@ def pack_rows(
     """Packs examples, in `order`, next-fit into rows of length `seq_len`.
 
     Returns:
-      arrays [R, T]: inputs, targets (int32), loss_mask (bool), segment_ids
+      arrays [R, T]: inputs, targets (int32), loss_mask (bool, or float32 when
+      the examples carry weights), segment_ids
       (int32; 0 = padding) and positions (int32, restarting per example).
     """
     rows: list[list[int]] = []
@@ -222,7 +274,7 @@ def pack_rows(
     out = {
         "inputs": np.full((r, seq_len), pad_id, np.int32),
         "targets": np.full((r, seq_len), pad_id, np.int32),
-        "loss_mask": np.zeros((r, seq_len), bool),
+        "loss_mask": np.zeros((r, seq_len), _mask_dtype(examples)),
         "segment_ids": np.zeros((r, seq_len), np.int32),
         "positions": np.zeros((r, seq_len), np.int32),
     }
@@ -238,6 +290,11 @@ def pack_rows(
             out["positions"][row, at : at + n] = np.arange(n)
             at += n
     return out
+
+
+def _mask_dtype(examples: Sequence[Example]) -> type:
+    weighted = any(e.loss_mask.dtype != np.bool_ for e in examples)
+    return np.float32 if weighted else np.bool_
 
 
 class PackedBatches:

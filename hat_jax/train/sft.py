@@ -217,7 +217,7 @@ def sft_train_step(
         "train/param_norm": optax.tree.norm(params),
         "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
-        "train/loss_tokens": counts.sum(),
+        "train/loss_tokens": jnp.count_nonzero(batch["loss_mask"]).astype(jnp.float32),
     }
     new = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
     return new, metrics
@@ -271,12 +271,18 @@ def run_sft(
         data.load_trajectories(cfg.data.train),
         fixed_harness=bool(cfg.data.fixed_harness),
     )
+    trajs += data.prompt_free_copies(
+        trajs,
+        head=int(cfg.data.get("head_copies", 0)),
+        no_system=int(cfg.data.get("no_system_copies", 0)),
+    )
     examples, stats = data.tokenize(
         trajs,
         tokenizer,
         seq_len=int(cfg.seq_len),
         fmt=cfg.data.fmt,
         overlong=cfg.data.overlong,
+        decision_weight=float(cfg.data.get("decision_weight", 1.0)),
     )
     batches = data.PackedBatches(
         examples,

@@ -84,3 +84,55 @@ def test_fixed_harness_keeps_only_unaugmented():
         failed,
     ]
     assert len(select_trajectories([gold, failed, aug], fixed_harness=False)) == 3
+
+
+def test_decision_weight_lands_on_the_decision_tokens(sim_jsonl, tokenizer):
+    trajs = read_jsonl(sim_jsonl)
+    plain, s1 = tokenize(trajs, tokenizer, seq_len=2048)
+    heavy, s4 = tokenize(trajs, tokenizer, seq_len=2048, decision_weight=4.0)
+    assert s1["loss_tokens"] == s4["loss_tokens"]  # a count, not a weight sum
+    for traj, a, b in zip(trajs, plain, heavy):
+        assert a.loss_mask.dtype == bool and b.loss_mask.dtype == np.float32
+        assert ((b.loss_mask > 0) == a.loss_mask).all()  # same trained tokens
+        assert set(np.unique(b.loss_mask).tolist()) <= {0.0, 1.0, 4.0}
+        # The up-weighted text holds every called tool's name, every argument
+        # value and every loaded skill's name, read from the trajectory itself.
+        heavy_text = tokenizer.decode(b.targets[b.loss_mask == 4.0])
+        calls = [c for m in traj.messages for c in m.get("tool_calls") or ()]
+        assert calls
+        for call in calls:
+            name, args = call["name"], call.get("arguments") or {}
+            if name == "load_skill":
+                assert args["name"] in heavy_text
+                continue
+            assert name in heavy_text
+            for v in args.values():
+                assert str(v) in heavy_text
+    rows = pack_rows(heavy, range(len(heavy)), 2048, tokenizer.pad_id)
+    assert rows["loss_mask"].dtype == np.float32
+    assert (rows["loss_mask"][rows["segment_ids"] == 0] == 0).all()
+
+
+def test_prompt_free_copies_are_the_trajectory_without_its_prompt(sim_jsonl):
+    import pytest
+
+    from hat_jax.train.data import prompt_free_copies
+
+    trajs = read_jsonl(sim_jsonl)
+    out = prompt_free_copies(trajs, head=3, no_system=2)
+    assert len(out) == 5 * len(trajs)
+    for traj in trajs:
+        mine = [t for t in out if t.where == traj.where]
+        heads = [t for t in mine if t.meta["view"] == "head"]
+        whole = [t for t in mine if t.meta["view"] == "no_system"]
+        assert len(heads) == 3 and len(whole) == 2
+        # Everything up to the first assistant message: the viewer message and
+        # any hook note that came before the first call.
+        first = [m["role"] for m in traj.messages].index("assistant")
+        assert heads[0].messages == traj.messages[1 : first + 1]
+        assert heads[0].messages[0]["role"] == "user"
+        assert whole[0].messages == traj.messages[1:]  # the system message dropped
+        assert traj.messages[0]["role"] == "system" and "view" not in traj.meta
+    assert prompt_free_copies(trajs) == []
+    with pytest.raises(ValueError, match="copies must be >= 0"):
+        prompt_free_copies(trajs, head=-1)

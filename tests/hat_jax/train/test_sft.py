@@ -14,7 +14,7 @@ from hat_jax.cli.config_flags import load_config
 from hat_jax.harness.tokens import read_jsonl
 from hat_jax.train import build
 from hat_jax.train.data import PackedBatches, tokenize
-from hat_jax.train.sft import jit_sft_step, packed_forward, run_sft
+from hat_jax.train.sft import jit_sft_step, packed_forward, run_sft, sft_loss
 from hat_jax.train.state import init_state, make_optimizer
 
 
@@ -72,6 +72,25 @@ def _one_step(cfg, batch):
     graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=0)
     step = jit_sft_step(graphdef, cfg)
     return step(state, batch, jax.random.PRNGKey(0))
+
+
+def test_weighted_loss_equals_brute_force(memo_jsonl, memo_tokenizer):
+    # data.decision_weight makes loss_mask float weights: the loss is their
+    # weighted mean of token CE, checked against the full logits.
+    cfg = _cfg(memo_jsonl, memo_tokenizer, "seq_len=64,batch_size=2")
+    batch = dict(_batch(cfg, memo_jsonl, memo_tokenizer))
+    w = np.random.default_rng(0).uniform(0.5, 3.0, batch["loss_mask"].shape)
+    batch["loss_mask"] = (w * batch["loss_mask"]).astype(np.float32)
+    model, _ = build.make_model(cfg)
+    graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=0)
+    loss, _ = sft_loss(state.params, state.frozen, batch, graphdef=graphdef, cfg=cfg)
+    logits = packed_forward(
+        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    )
+    logp = jax.nn.log_softmax(np.asarray(logits, np.float64), axis=-1)
+    ce = -np.take_along_axis(np.asarray(logp), batch["targets"][..., None], -1)[..., 0]
+    want = (ce * batch["loss_mask"]).sum() / batch["loss_mask"].sum()
+    np.testing.assert_allclose(float(loss), want, rtol=1e-5)
 
 
 def test_grad_accumulation_matches_one_big_batch(fp32_step):
