@@ -1,11 +1,18 @@
 """Packing: masks on assistant tokens only, segments, positions, resumable order."""
 
 import numpy as np
+import pytest
 
 from hat_jax.harness.tokens import read_jsonl
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
-from hat_jax.train.data import PackedBatches, pack_rows, select_trajectories, tokenize
+from hat_jax.train.data import (
+    PackedBatches,
+    pack_rows,
+    prompt_free_copies,
+    select_trajectories,
+    tokenize,
+)
 
 
 def test_masked_tokens_are_exactly_the_assistant_tokens(sim_jsonl, tokenizer):
@@ -114,10 +121,6 @@ def test_decision_weight_lands_on_the_decision_tokens(sim_jsonl, tokenizer):
 
 
 def test_prompt_free_copies_are_the_trajectory_without_its_prompt(sim_jsonl):
-    import pytest
-
-    from hat_jax.train.data import prompt_free_copies
-
     trajs = read_jsonl(sim_jsonl)
     out = prompt_free_copies(trajs, head=3, no_system=2)
     assert len(out) == 5 * len(trajs)
