@@ -1,14 +1,60 @@
-"""Latency statistics of a replay: percentiles, shares, the table and the CDF plot.
+"""Latency statistics of a replay: percentiles, goodput, the table and the CDF.
 
-Per-reply end-to-end latency runs from a message's arrival to the end of its
-turn (queueing for a slot included). Turns that ended in an error or a timeout
-have no reply: they are counted apart and, for ``share_under_15s``, count as
-not served in time (the share is over all messages). TTFT is per model call
-(prefill, or the first streamed chunk); ``first_token_s`` is per turn, from
-arrival to the first token of its first model call. Decode tokens/s is per
-stream: tokens after each row's first token over the time they took.
-``time_split`` shares the served turns' time among queue, model, tools, hooks
-and other (the rest of the latency); the shares sum to 1.
+Definitions follow ``vllm bench serve`` (``vllm/benchmarks/serve.py``) and
+MLPerf's server scenario, with a turn of the agent loop as the request.
+
+Which turns count. A turn is *answered* when its status is ``"ok"``: the agent
+loop ended with a reply that passed every reply hook (``hat_jax.harness.loop``
+sets ``"ok"`` only there). ``"failed"`` (an input hook stopped the message, or
+the retries ran out; its ``reply`` may hold the last *rejected* one),
+``"turn_limit"`` (the model-call budget ran out), ``"error"`` and ``"timeout"``
+(a model call raised; ``serving.schedule``) have no reply. Like vLLM's failed
+requests they are counted (``status``, ``answered``, ``reply_rate``) and left
+out of every latency statistic, and they count as not served in ``goodput``.
+
+Per message (``messages``: all of them):
+
+- ``answered``: turns with status ``"ok"``; ``reply_rate`` = answered / messages.
+- ``status``: how many turns ended in each status; ``errors``, ``timeouts``.
+- ``goodput``: share of *all* messages answered within the SLO (end-to-end
+  latency <= ``slo_s``, 15 s by default as in the paper; ``<=`` as vLLM's
+  ``--goodput``). ``goodput_rps``: those messages per second of replay span
+  (vLLM's request goodput). ``share_under_15s``: goodput at 15 s whatever
+  ``slo_s`` is (the key older readers use; equal to ``goodput`` by default).
+
+Per answered turn (nan when none; distributions give p50/p95/p99, mean, max):
+
+- ``latency_s``: end-to-end, from the message's arrival to the end of its turn
+  (queueing for a slot included). The CDF plot draws the same values.
+- ``first_token_s``: arrival to the first token of the turn's first model call.
+- ``queue_s``: arrival to a slot taking the turn.
+- ``time_split``: the answered turns' time shared among queue, model, tools,
+  hooks and other (the rest of the latency); the shares sum to 1.
+
+Per model call (every call that returned, whatever its turn's status: a call is
+what vLLM calls a request; a call that raised is not recorded):
+
+- ``ttft_s``: per row, prefill (embedded) or the first streamed chunk.
+- ``tpot_s``: time per output token after the first, one value per call:
+  ``row_decode_s / (new_tokens - batch)``, i.e. the rows' decode time (after
+  each row's first token) summed over the call's rows, over the tokens after
+  each row's first. For a one-row call that is vLLM's TPOT,
+  ``(latency - ttft) / (output_len - 1)``; a batched call records only these
+  totals, so its value is the row-weighted mean over its rows (embedded: each
+  row is charged the batch's whole decode time, as the batch holds it). Calls
+  with no token after the first are left out.
+- ``decode_tok_s``: the pooled inverse: all tokens after each row's first over
+  all rows' decode time.
+- ITL (inter-token latency) is not reported: neither backend records the time
+  of each token (the embedded sampler reports chunks of 16 steps; the endpoint
+  policy keeps only the first chunk's time).
+
+MTP (vLLM's definitions): ``mtp_acceptance_rate`` = accepted draft tokens /
+proposed draft tokens; ``mtp_mean_accepted_length`` = 1 + accepted draft tokens
+/ verify steps (the bonus token included). Summed over every call (embedded
+sampler) or read from the endpoint's counters. Acceptance per draft position
+is not recorded: ``SpeculativeSampler`` keeps totals only, and the endpoint's
+counters are read summed over their labels (``serving.prom``).
 """
 
 from __future__ import annotations
@@ -24,6 +70,9 @@ from serving.schedule import TurnRecord
 
 SLA_S = 15.0
 PCTS = (50, 95, 99)
+ANSWERED = "ok"  # the one status with a reply (module docstring)
+REPLY_FLOOR = 0.95  # table rows that answered less are flagged
+FLAG = " (!)"
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -38,7 +87,19 @@ def _dist(values: Sequence[float]) -> dict[str, float]:
     return out
 
 
-def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
+def answered(records: Sequence[TurnRecord]) -> list[TurnRecord]:
+    """The turns that ended with a reply (status ``"ok"``)."""
+    return [r for r in records if r.status == ANSWERED]
+
+
+def answered_latencies(records: Sequence[TurnRecord]) -> list[float]:
+    """End-to-end latencies of the answered turns: what the CDF draws."""
+    return [r.latency for r in answered(records)]
+
+
+def summarize(
+    records: Sequence[TurnRecord], spec: dict | None = None, *, slo_s: float = SLA_S
+) -> dict:
     """The replay's metrics (module docstring) as a flat-ish JSON-able dict.
 
     Args:
@@ -46,21 +107,24 @@ def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
       spec: MTP acceptance counts from elsewhere (an endpoint's ``/metrics``):
         ``{"drafts": ..., "draft_tokens": ..., "accepted_tokens": ...}``;
         None: summed from the embedded sampler's per-call counts.
+      slo_s: the end-to-end latency SLO of ``goodput`` (seconds).
     """
-    served = [r for r in records if r.status not in ("error", "timeout")]
-    lat = [r.latency for r in served]
+    ok = answered(records)
+    lat = [r.latency for r in ok]
+    n = max(len(records), 1)
     calls = [c for r in records for c in r.calls]
     ttft = [t for c in calls for t in c.ttft_s]
+    tpot = [c.row_decode_s / (c.new_tokens - c.batch) for c in calls
+            if c.new_tokens > c.batch]  # fmt: skip
     after_first = sum(c.new_tokens - c.batch for c in calls)
     row_decode = sum(c.row_decode_s for c in calls)
     split = {
-        "queue": sum(r.queue_s for r in served),
-        "model": sum(r.model_s for r in served),
-        "tools": sum(r.tools_s for r in served),
-        "hooks": sum(r.hooks_s for r in served),
+        "queue": sum(r.queue_s for r in ok),
+        "model": sum(r.model_s for r in ok),
+        "tools": sum(r.tools_s for r in ok),
+        "hooks": sum(r.hooks_s for r in ok),
     }
-    total = sum(lat)
-    split["other"] = max(total - sum(split.values()), 0.0)
+    split["other"] = max(sum(lat) - sum(split.values()), 0.0)
     # The parts come from more than one clock (the virtual clock counts host
     # CPU time, the harness's tool and hook timings wall time), so on a loaded
     # machine they can add up to more than the latency: shares of their own sum
@@ -74,19 +138,26 @@ def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
         proposed, accepted = spec["draft_tokens"], spec["accepted_tokens"]
         verifies = spec["drafts"]
     span = max((r.end for r in records), default=0.0)
+    good = sum(x <= slo_s for x in lat)
     return {
         "messages": len(records),
+        "answered": len(ok),
+        "reply_rate": len(ok) / n,
         "status": dict(Counter(r.status for r in records)),
         "errors": sum(r.status == "error" for r in records),
         "timeouts": sum(r.status == "timeout" for r in records),
+        "slo_s": slo_s,
+        "goodput": good / n,
+        "goodput_rps": good / span if span > 0 else 0.0,
+        "share_under_15s": sum(x <= SLA_S for x in lat) / n,
         "latency_s": _dist(lat),
-        "share_under_15s": sum(x < SLA_S for x in lat) / max(len(records), 1),
         "ttft_s": _dist(ttft),
+        "tpot_s": _dist(tpot),
         "first_token_s": _dist(
-            [r.first_token - r.arrival for r in served if r.first_token is not None]
+            [r.first_token - r.arrival for r in ok if r.first_token is not None]
         ),
-        "queue_s": _dist([r.queue_s for r in served]),
-        "model_calls_per_turn": len(calls) / max(len(records), 1),
+        "queue_s": _dist([r.queue_s for r in ok]),
+        "model_calls_per_turn": len(calls) / n,
         "mean_batch": sum(c.batch for c in calls) / max(len(calls), 1),
         "decode_tok_s": after_first / row_decode if row_decode > 0 else float("nan"),
         "new_tokens": sum(c.new_tokens for c in calls),
@@ -101,11 +172,17 @@ def summarize(records: Sequence[TurnRecord], spec: dict | None = None) -> dict:
 
 COLUMNS = (
     ("backend", "{}"), ("concurrency", "{}"), ("messages", "{}"),
-    ("P50 s", "{:.3f}"), ("P95 s", "{:.3f}"), ("P99 s", "{:.3f}"),
-    ("<15 s", "{:.1%}"), ("TTFT P50 s", "{:.3f}"), ("decode tok/s", "{:.1f}"),
+    ("replies", "{}"), ("P50 s", "{:.3f}"), ("P95 s", "{:.3f}"),
+    ("P99 s", "{:.3f}"), ("goodput", "{:.1%}"), ("TTFT P50 s", "{:.3f}"),
+    ("TPOT P50 ms", "{:.2f}"), ("decode tok/s", "{:.1f}"),
     ("model/tools/hooks/queue", "{}"), ("MTP acc.", "{}"), ("acc. len", "{}"),
     ("errors", "{}"),
 )  # fmt: skip
+
+
+def reply_cell(rate: float) -> str:
+    """The reply rate as a percentage, flagged " (!)" below ``REPLY_FLOOR``."""
+    return f"{rate:.1%}" + (FLAG if rate < REPLY_FLOOR else "")
 
 
 def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
@@ -113,25 +190,46 @@ def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
     parts = "/".join(f"{split[k]:.0%}" for k in ("model", "tools", "hooks", "queue"))
     acc, length = s["mtp_acceptance_rate"], s["mtp_mean_accepted_length"]
     values = [
-        label, concurrency, s["messages"], s["latency_s"]["p50"],
-        s["latency_s"]["p95"], s["latency_s"]["p99"], s["share_under_15s"],
-        s["ttft_s"]["p50"], s["decode_tok_s"], parts,
-        "-" if acc is None else f"{acc:.3f}",
+        label, concurrency, s["messages"], reply_cell(s["reply_rate"]),
+        s["latency_s"]["p50"], s["latency_s"]["p95"], s["latency_s"]["p99"],
+        s["goodput"], s["ttft_s"]["p50"], 1000 * s["tpot_s"]["p50"], s["decode_tok_s"],
+        parts, "-" if acc is None else f"{acc:.3f}",
         "-" if length is None else f"{length:.2f}",
         s["errors"] + s["timeouts"],
     ]  # fmt: skip
     return [fmt.format(v) for (_, fmt), v in zip(COLUMNS, values)]
 
 
-def markdown_table(rows: Sequence[list[str]]) -> str:
+def table_notes(rows: Sequence[list[str]], slo_s: float = SLA_S) -> list[str]:
+    """The footnotes under the table: what the columns cover, and the flagged rows."""
+    notes = [
+        "Percentiles (P50/P95/P99) cover answered turns only (status ok: a "
+        f"reply that passed the reply hooks); goodput is the share of all "
+        f"messages answered within {slo_s:g} s; TTFT and TPOT are per model call."
+    ]
+    reply = [c for c, _ in COLUMNS].index("replies")
+    flagged = [f"{r[0]} c={r[1]}" for r in rows if r[reply].endswith(FLAG)]
+    if flagged:
+        notes.append(
+            f"(!) answered fewer than {REPLY_FLOOR:.0%} of its messages; its "
+            f"percentiles leave the unanswered ones out: {', '.join(flagged)}."
+        )
+    return notes
+
+
+def markdown_table(rows: Sequence[list[str]], slo_s: float = SLA_S) -> str:
     head = [c for c, _ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += [""] + [f"- {n}" for n in table_notes(rows, slo_s)]
     return "\n".join(lines) + "\n"
 
 
-def plot_cdf(curves: dict[str, Sequence[float]], path: str | Path) -> Path:
-    """Latency CDFs, one curve per label, with the 15 s line (PNG)."""
+def plot_cdf(
+    curves: dict[str, Sequence[float]], path: str | Path, slo_s: float = SLA_S
+) -> Path:
+    """Latency CDFs of the answered turns (``answered_latencies``), one curve
+    per label, with the SLO line (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,9 +241,9 @@ def plot_cdf(curves: dict[str, Sequence[float]], path: str | Path) -> Path:
         if xs:
             ys = [(i + 1) / len(xs) for i in range(len(xs))]
             ax.step(xs, ys, where="post", label=label)
-    ax.axvline(SLA_S, color="grey", linestyle="--", linewidth=1, label="15 s")
-    ax.set_xlabel("end-to-end reply latency (s)")
-    ax.set_ylabel("share of replies")
+    ax.axvline(slo_s, color="grey", linestyle="--", linewidth=1, label=f"{slo_s:g} s")
+    ax.set_xlabel("end-to-end reply latency (s), answered turns only")
+    ax.set_ylabel("share of answered turns")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize=8)
     fig.tight_layout()

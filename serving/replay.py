@@ -9,8 +9,9 @@ OpenAI-compatible server on the wall clock, spec-decode counters from its
 - ``replay.json``: per concurrency level the summary (``serving.metrics``),
   every turn's record and ``spec_errors`` (why the endpoint's counters could
   not be read: the level is then reported without them);
-- ``replay.md``: the Markdown table;
-- ``latency_cdf.png``: the latency CDF per concurrency level.
+- ``replay.md``: the Markdown table and its notes;
+- ``latency_cdf.png``: the latency CDF of the answered turns per concurrency
+  level.
 """
 
 from __future__ import annotations
@@ -169,12 +170,12 @@ def replay(
             }
         )
         rows.append(metrics.table_row(label, c, summary))
-        served = [r.latency for r in records if r.status not in ("error", "timeout")]
-        curves[f"{label} c={c}"] = served
+        ok = f"{summary['answered']}/{len(records)} answered"
+        curves[f"{label} c={c} ({ok})"] = metrics.answered_latencies(records)
         lat = summary["latency_s"]
         print(
-            f"[{label} c={c}] {len(records)} msgs P50 {lat['p50']:.3f}s "
-            f"P95 {lat['p95']:.3f}s errors {summary['errors']} "
+            f"[{label} c={c}] {len(records)} msgs, {ok}, P50 {lat['p50']:.3f}s "
+            f"P95 {lat['p95']:.3f}s (answered) errors {summary['errors']} "
             f"timeouts {summary['timeouts']}"
         )
     result = {

@@ -243,6 +243,12 @@ CASES = {
         "replay.json",
         "field 'runs[0].summary.share_under_15s' must be a number or null",
     ),
+    "replay_reply_rate_string": (
+        _replay({**GOOD_REPLAY, "reply_rate": "most"}),
+        "latency",
+        "replay.json",
+        "field 'runs[0].summary.reply_rate' must be a number or null",
+    ),
     "trace_header_list": (
         {**_replay(GOOD_REPLAY), "r1/replay/trace.jsonl": [[1]]},
         "latency",
