@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from hat_jax.harness import (
@@ -55,6 +57,7 @@ from hat_jax.harness import (
     run_hooks,
     run_turns,
 )
+from hat_jax.harness.hooks import find_numbers
 from hat_jax.harness.policy import first_user_message, formats
 from hat_jax.harness.signoff import required_tags, sign
 from hat_jax.text.chat import render_assistant
@@ -129,6 +132,41 @@ def parse_result(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _leaves(value: Any, key: str | None, out: list[tuple[str, str]]) -> None:
+    """(normalised number, the key holding it) for every number under ``value``:
+    numeric leaves and numbers written inside strings; a list's items under the
+    list's key, a text's languages (``zh``, ``en``) under the text's key."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _leaves(v, key if k in ("zh", "en") else str(k), out)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, key, out)
+    elif key is None or isinstance(value, bool):
+        return
+    elif isinstance(value, int | float) and math.isfinite(value):
+        out.append((format(Decimal(repr(value)).normalize(), "f"), key))
+    elif isinstance(value, str):
+        out.extend((norm, key) for _, norm, _ in find_numbers(value))
+
+
+def named_numbers(reply: str, results: Sequence[str]) -> list[str]:
+    """``"key value"`` for each number ``reply`` quotes, in its order, once each:
+    the first key of the tool ``results`` (JSON texts) that holds the number.
+    Numbers no result holds (a link number the viewer gave, a percentage of a
+    fraction) are left out."""
+    leaves: list[tuple[str, str]] = []
+    for text in results:
+        if (obj := parse_result(text)) is not None:
+            _leaves(obj, None, leaves)
+    out: list[str] = []
+    for _, norm, _ in find_numbers(reply):
+        key = next((k for v, k in leaves if v == norm), None)
+        if key is not None and f"{key} {norm}" not in out:
+            out.append(f"{key} {norm}")
+    return out
 
 
 def _why(text: str) -> str:
@@ -301,6 +339,9 @@ class OraclePolicy:
             why = (
                 "Answer from the tool results only, short and in the viewer's language."
             )
+            named = named_numbers(reply, facts)
+            if named:  # the key then the value: where each quoted number comes from
+                why = f"Quote {', '.join(named)}; short, in the viewer's language."
         return _assistant(content=reply, reasoning=self._think(why))
 
     def _think(self, text: str) -> str | None:

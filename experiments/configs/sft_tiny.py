@@ -143,9 +143,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "decision_weight": 1.0,
             # copies of each training trajectory without its system prompt
             # (hat_jax.train.data.prompt_free_copies): its start (viewer
-            # message -> first assistant message), and the whole of it
+            # message -> first assistant message), the whole of it, and its
+            # lookups + results + final reply (only the reply trained)
             "head_copies": 0,
             "no_system_copies": 0,
+            "reply_copies": 0,
             # held-out trajectories (same format as train): eval/loss and
             # eval/accuracy every train.eval_every steps; "" = off
             "eval": "",

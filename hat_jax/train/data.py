@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from hat_jax.harness.decisions import decision_kinds
+from hat_jax.harness.spec import LOAD_SKILL
 from hat_jax.harness.tokens import read_jsonl, trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.jsonl import DataError
@@ -50,6 +51,7 @@ __all__ = [
     "load_trajectories",
     "pack_rows",
     "prompt_free_copies",
+    "reply_view",
     "select_trajectories",
     "tokenize",
 ]
@@ -112,7 +114,7 @@ def select_trajectories(
 
 
 def prompt_free_copies(
-    trajs: Sequence[Trajectory], *, head: int = 0, no_system: int = 0
+    trajs: Sequence[Trajectory], *, head: int = 0, no_system: int = 0, reply: int = 0
 ) -> list[Trajectory]:
     """Extra training views of each trajectory without its system prompt.
 
@@ -122,12 +124,19 @@ def prompt_free_copies(
     without the system message. A from-scratch model sees the decisions that
     follow the viewer message many times per step this way; in full
     trajectories the system prompt is most of the tokens (measured in
-    docs/results/hat_tiny_pilot.md, fourth pilot). Trajectories without a
-    system and an assistant message give no copies. The copies keep ``meta``
-    and ``where`` and add ``meta["view"]``.
+    docs/results/hat_tiny_pilot.md, fourth pilot). ``reply`` copies of its
+    evidence and answer (:func:`reply_view`: the viewer message, the lookups
+    and their results, the final reply; no skill bodies) in which only the
+    final reply is trained (:func:`tokenize`), so the reply's numbers sit
+    next to the results they quote. Trajectories without a system and an
+    assistant message give no copies. The copies keep ``meta`` and ``where``
+    and add ``meta["view"]``.
     """
-    if head < 0 or no_system < 0:
-        raise ValueError(f"copies must be >= 0, got head={head}, no_system={no_system}")
+    if min(head, no_system, reply) < 0:
+        raise ValueError(
+            f"copies must be >= 0, got head={head}, no_system={no_system}, "
+            f"reply={reply}"
+        )
     out: list[Trajectory] = []
     for traj in trajs:
         roles = [m.get("role") for m in traj.messages]
@@ -138,11 +147,49 @@ def prompt_free_copies(
         for view, msgs, n in (
             ("head", rest[: first + 1], head),
             ("no_system", rest, no_system),
+            ("reply", reply_view(rest) if reply else None, reply),
         ):
+            if msgs is None:
+                continue
             one = dataclasses.replace(
                 traj, messages=msgs, meta={**traj.meta, "view": view}
             )
             out += [one] * n
+    return out
+
+
+def reply_view(messages: Sequence[dict]) -> list[dict] | None:
+    """``messages`` (no system message) without the skill loads: every
+    ``load_skill`` call and its result dropped, and an assistant message left
+    with no call dropped with it. None unless the view still holds a tool
+    result and ends in a reply (an assistant message without calls)."""
+    out = []
+    for m in messages:
+        if m.get("role") == "tool" and m.get("name") == LOAD_SKILL:
+            continue
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = [c for c in m["tool_calls"] if c.get("name") != LOAD_SKILL]
+            if not calls:
+                continue
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    if not any(m.get("role") == "tool" for m in out):
+        return None
+    last = out[-1]
+    return (
+        out if last.get("role") == "assistant" and not last.get("tool_calls") else None
+    )
+
+
+def last_span(mask: np.ndarray) -> np.ndarray:
+    """``mask`` with only its last contiguous run of nonzero entries kept."""
+    on = np.flatnonzero(mask)
+    if not len(on):
+        return mask
+    gaps = np.flatnonzero(np.diff(on) > 1)
+    start = on[gaps[-1] + 1] if len(gaps) else on[0]
+    out = mask.copy()
+    out[:start] = 0
     return out
 
 
@@ -214,6 +261,8 @@ def tokenize(
     firsts, lengths = [], []  # first trained position and length, per trajectory
     for traj in trajs:
         ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        if traj.meta.get("view") == "reply":  # only the final reply is trained
+            mask = last_span(mask)
         if w != 1.0:  # float weights: w on decision tokens, 1 on the rest
             kinds = decision_kinds(traj, tokenizer, fmt=fmt)
             mask = np.where(kinds > 0, w, 1.0).astype(np.float32) * mask

@@ -275,6 +275,7 @@ def run_sft(
         trajs,
         head=int(cfg.data.get("head_copies", 0)),
         no_system=int(cfg.data.get("no_system_copies", 0)),
+        reply=int(cfg.data.get("reply_copies", 0)),
     )
     examples, stats = data.tokenize(
         trajs,

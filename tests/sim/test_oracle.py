@@ -316,3 +316,37 @@ def test_policy_lookup_and_teacher_factory():
     assert isinstance(llm, OpenAIPolicy)
     with pytest.raises(ValueError):
         make_teacher("nope")
+
+
+def _key_values(value, key=None):
+    """Brute force: every (key, number) pair of a JSON value, as printed text."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _key_values(v, key if k in ("zh", "en") else k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _key_values(v, key)
+    elif key is not None and not isinstance(value, bool):
+        yield key, str(value)
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_reply_reasoning_names_where_each_number_comes_from(name):
+    """The reasoning before a reply names, key then value, each number the reply
+    quotes, and each named pair is in a tool result of the turn."""
+    _, _, trajs = gold(name)
+    named_any = 0
+    for traj in trajs:
+        last = traj.messages[-1]
+        why = last.get("reasoning") or ""
+        if not why.startswith("Quote "):
+            continue
+        named_any += 1
+        pairs = why.removeprefix("Quote ").split(";")[0].split(", ")
+        results = [json.loads(t) for t in facts(traj)]
+        have = {(k, v) for r in results for k, v in _key_values(r)}
+        for pair in pairs:
+            key, value = pair.rsplit(" ", 1)
+            assert value in traj.reply, (traj.reply, pair)
+            assert any(k == key and value in v for k, v in have), (pair, have)
+    assert named_any >= len(trajs) // 3

@@ -8,6 +8,7 @@ from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.train.data import (
     PackedBatches,
+    last_span,
     pack_rows,
     prompt_free_copies,
     select_trajectories,
@@ -139,3 +140,55 @@ def test_prompt_free_copies_are_the_trajectory_without_its_prompt(sim_jsonl):
     assert prompt_free_copies(trajs) == []
     with pytest.raises(ValueError, match="copies must be >= 0"):
         prompt_free_copies(trajs, head=-1)
+    with pytest.raises(ValueError, match="copies must be >= 0"):
+        prompt_free_copies(trajs, reply=-1)
+
+
+def test_reply_copies_train_only_the_reply_next_to_its_evidence(sim_jsonl, tokenizer):
+    trajs = read_jsonl(sim_jsonl)
+    views = prompt_free_copies(trajs, reply=2)
+    lookups = [
+        t
+        for t in trajs
+        if any(m["role"] == "tool" and m["name"] != "load_skill" for m in t.messages)
+    ]
+    assert 0 < len(lookups) < len(trajs)  # the fixture has small talk too
+    assert len(views) == 2 * len(lookups)
+    examples, _ = tokenize(views, tokenizer, seq_len=2048)
+    for traj, view, ex in zip(lookups, views[::2], examples[::2]):
+        assert view.where == traj.where and view.meta["view"] == "reply"
+        msgs = view.messages
+        # Same viewer message, same lookups and results in order, same reply;
+        # no system prompt, no skill load, no skill body.
+        assert msgs[0] == traj.messages[1] and msgs[-1] == traj.messages[-1]
+        want = [
+            m
+            for m in traj.messages[1:]
+            if m["role"] in ("user", "tool") and m.get("name") != "load_skill"
+        ]
+        assert [m for m in msgs if m["role"] in ("user", "tool")] == want
+        for m in msgs:
+            names = [c["name"] for c in m.get("tool_calls") or []]
+            assert "load_skill" not in names and m["role"] != "system"
+        # Only the final reply is trained.
+        segments = render_chat_segments(msgs, tools=None, add_generation_prompt=False)
+        reply = [text for text, produced in segments if produced][-1]
+        taught = ex.targets[ex.loss_mask.astype(bool)]
+        assert tokenizer.decode(taught) == reply
+        full, _ = tokenize([traj], tokenizer, seq_len=2048)
+        assert full[0].loss_mask.sum() > ex.loss_mask.sum()
+
+
+def test_last_span_keeps_the_last_run():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        mask = rng.random(rng.integers(1, 30)) < 0.5
+        out = last_span(mask)
+        on = [i for i, v in enumerate(mask) if v]
+        start = on[-1] if on else len(mask)
+        while start > 0 and mask[start - 1]:
+            start -= 1
+        want = [bool(v) and i >= start for i, v in enumerate(mask)]
+        assert out.tolist() == want
+    weights = np.asarray([0.0, 2.0, 1.0, 0.0, 5.0, 1.0], np.float32)
+    assert last_span(weights).tolist() == [0, 0, 0, 0, 5, 1]
