@@ -36,6 +36,7 @@ chat: $(STAMP) assets
 bench: $(STAMP) assets
 	$(BIN)/python benchmarks/decode.py
 	$(BIN)/python benchmarks/sim_throughput.py
+	$(BIN)/python benchmarks/mtp_decode.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4
 	$(BIN)/python benchmarks/validate.py
 

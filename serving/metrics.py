@@ -49,12 +49,16 @@ what vLLM calls a request; a call that raised is not recorded):
   of each token (the embedded sampler reports chunks of 16 steps; the endpoint
   policy keeps only the first chunk's time).
 
-MTP (vLLM's definitions): ``mtp_acceptance_rate`` = accepted draft tokens /
-proposed draft tokens; ``mtp_mean_accepted_length`` = 1 + accepted draft tokens
-/ verify steps (the bonus token included). Summed over every call (embedded
-sampler) or read from the endpoint's counters. Acceptance per draft position
-is not recorded: ``SpeculativeSampler`` keeps totals only, and the endpoint's
-counters are read summed over their labels (``serving.prom``).
+MTP (vLLM's definitions, ``vllm/v1/spec_decode/metrics.py``): a *draft* is one
+row's verify step (its k draft tokens); a draft token is accepted only when
+every one before it in the draft was (the accepted prefix).
+``mtp_acceptance_rate`` = accepted draft tokens / proposed draft tokens;
+``mtp_mean_accepted_length`` = 1 + accepted draft tokens / drafts (the bonus
+token included); ``mtp_acceptance_per_position`` = [drafts whose first i + 1
+tokens were accepted / drafts, for i = 0..k-1] (non-increasing; the sum is
+mean accepted length - 1; ``[]`` without MTP or when the endpoint exposes no
+per-position counter). Summed over every call (embedded sampler) or read from
+the endpoint's counters (``serving.prom``).
 """
 
 from __future__ import annotations
@@ -105,8 +109,9 @@ def summarize(
     Args:
       records: one per message.
       spec: MTP acceptance counts from elsewhere (an endpoint's ``/metrics``):
-        ``{"drafts": ..., "draft_tokens": ..., "accepted_tokens": ...}``;
-        None: summed from the embedded sampler's per-call counts.
+        ``{"drafts": ..., "draft_tokens": ..., "accepted_tokens": ...}`` and
+        optionally ``"accepted_per_pos": [...]``; None: summed from the
+        embedded sampler's per-call counts.
       slo_s: the end-to-end latency SLO of ``goodput`` (seconds).
     """
     ok = answered(records)
@@ -133,10 +138,11 @@ def summarize(
     if spec is None:
         proposed = sum(c.drafts_proposed for c in calls)
         accepted = sum(c.drafts_accepted for c in calls)
-        verifies = sum(c.row_verifies for c in calls)
+        drafts = sum(c.row_verifies for c in calls)
+        per_pos = _sum_per_pos([c.accepted_per_pos for c in calls])
     else:
         proposed, accepted = spec["draft_tokens"], spec["accepted_tokens"]
-        verifies = spec["drafts"]
+        drafts, per_pos = spec["drafts"], list(spec.get("accepted_per_pos", ()))
     span = max((r.end for r in records), default=0.0)
     good = sum(x <= slo_s for x in lat)
     return {
@@ -165,9 +171,19 @@ def summarize(
         "throughput_tok_s": sum(c.new_tokens for c in calls) / span if span else 0.0,
         "time_split": {k: v / whole if whole else 0.0 for k, v in split.items()},
         "mtp_acceptance_rate": accepted / proposed if proposed else None,
-        "mtp_mean_accepted_length": 1.0 + accepted / verifies if verifies else None,
+        "mtp_mean_accepted_length": 1.0 + accepted / drafts if drafts else None,
+        "mtp_acceptance_per_position": [a / drafts for a in per_pos] if drafts else [],
         "errors_sample": [r.error for r in records if r.error][:5],
     }
+
+
+def _sum_per_pos(counts: Sequence[Sequence[int]]) -> list[int]:
+    """Position-wise sums; a shorter list (fewer drafts per step) adds 0."""
+    out = [0] * max(map(len, counts), default=0)
+    for c in counts:
+        for i, a in enumerate(c):
+            out[i] += a
+    return out
 
 
 COLUMNS = (
@@ -176,7 +192,7 @@ COLUMNS = (
     ("P99 s", "{:.3f}"), ("goodput", "{:.1%}"), ("TTFT P50 s", "{:.3f}"),
     ("TPOT P50 ms", "{:.2f}"), ("decode tok/s", "{:.1f}"),
     ("model/tools/hooks/queue", "{}"), ("MTP acc.", "{}"), ("acc. len", "{}"),
-    ("errors", "{}"),
+    ("acc. per pos.", "{}"), ("errors", "{}"),
 )  # fmt: skip
 
 
@@ -189,13 +205,14 @@ def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
     split = s["time_split"]
     parts = "/".join(f"{split[k]:.0%}" for k in ("model", "tools", "hooks", "queue"))
     acc, length = s["mtp_acceptance_rate"], s["mtp_mean_accepted_length"]
+    per_pos = s.get("mtp_acceptance_per_position") or []
     values = [
         label, concurrency, s["messages"], reply_cell(s["reply_rate"]),
         s["latency_s"]["p50"], s["latency_s"]["p95"], s["latency_s"]["p99"],
         s["goodput"], s["ttft_s"]["p50"], 1000 * s["tpot_s"]["p50"], s["decode_tok_s"],
         parts, "-" if acc is None else f"{acc:.3f}",
         "-" if length is None else f"{length:.2f}",
-        s["errors"] + s["timeouts"],
+        "/".join(f"{a:.2f}" for a in per_pos) or "-", s["errors"] + s["timeouts"],
     ]  # fmt: skip
     return [fmt.format(v) for (_, fmt), v in zip(COLUMNS, values)]
 
@@ -213,6 +230,14 @@ def table_notes(rows: Sequence[list[str]], slo_s: float = SLA_S) -> list[str]:
         notes.append(
             f"(!) answered fewer than {REPLY_FLOOR:.0%} of its messages; its "
             f"percentiles leave the unanswered ones out: {', '.join(flagged)}."
+        )
+    mtp = [c for c, _ in COLUMNS].index("MTP acc.")
+    if any(r[mtp] != "-" for r in rows):
+        notes.append(
+            "MTP (vLLM's definitions): acc. is accepted over proposed draft "
+            "tokens; acc. len 1 + accepted tokens per draft (a row's verify "
+            "step); acc. per pos. the share of drafts whose first 1, 2, ... "
+            "tokens were all accepted."
         )
     return notes
 

@@ -10,7 +10,8 @@ contract the replay schedulers use; both policies also satisfy
   XLA compile time (JAX's ``/jax/core/compile/*`` monitoring events) is taken
   out of every time and reported apart (``compile_s``): a server compiles once
   at start-up, not per request. Batches are padded to a power of two rows (the
-  padding rows' compute is counted) so few batch shapes are compiled.
+  padding rows' compute is counted in the times, not in the MTP acceptance) so
+  few batch shapes are compiled.
 - :class:`EndpointPolicy`: an OpenAI-compatible ``/v1/completions`` server,
   streamed (server-sent events) so TTFT is the first text chunk; the prompt is
   rendered by us, as in ``hat_jax.harness.OpenAIPolicy``. One request per
@@ -60,7 +61,9 @@ class CallStats:
     prompt_tokens: int = 0
     drafts_proposed: int = 0
     drafts_accepted: int = 0
-    row_verifies: int = 0
+    row_verifies: int = 0  # vLLM's num_drafts: one per live row per verify step
+    # [i]: verify steps (over rows) that accepted >= i + 1 drafts; () without MTP
+    accepted_per_pos: tuple[int, ...] = ()
     compile_s: float = 0.0  # excluded from the times above
 
 
@@ -122,13 +125,14 @@ class EmbeddedPolicy:
             prompt_tokens=sum(len(p) for p in prompts),
             compile_s=compile_s,
         )
-        # Padding rows repeat the last prompt; they count in the acceptance
-        # totals like any row (the ratios barely move).
-        spec = getattr(self.sampler, "stats", None)
-        if self.mtp_k > 0 and spec is not None:
+        # Padding rows repeat the last prompt: the acceptance counts are those
+        # of the real rows only.
+        if self.mtp_k > 0:
+            spec = self.sampler.stats_of_rows(n)
             stats.drafts_proposed = spec.proposed
             stats.drafts_accepted = spec.accepted
-            stats.row_verifies = spec.row_verifies
+            stats.row_verifies = spec.num_drafts
+            stats.accepted_per_pos = spec.accepted_per_pos
         return outs, stats
 
     def generate(self, conversations, *, fmt="qwen_xml", seed=None):

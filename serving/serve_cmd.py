@@ -8,6 +8,10 @@ Examples:
   hat serve out/sft-vllm --port 8000
   hat serve out/qwen35-vllm --mtp 2 --device cpu
   hat serve out/model-vllm --print-args      # the flags only
+  hat serve out/model-vllm --device gpu -- --max-num-seqs 8 --gpu-memory-utilization 0.5
+
+Everything after `--` goes to vLLM as given, except the flags `hat serve` sets
+itself (model, name, host, port, speculative config), which are refused.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ import time
 
 from hat_jax.cli.argtypes import count
 from serving.launch import DEVICES, SERVE_PYTHON, VLLMServer, stop_on_signals, vllm_args
+
+# hat_jax.cli.main hands the flags after `--` over as args.passthrough
+PASSTHROUGH = True
 
 
 def add_arguments(p) -> None:
@@ -39,6 +46,7 @@ def run(args) -> int:
         mtp=args.mtp,
         device=args.device,
         max_model_len=args.max_model_len,
+        extra=getattr(args, "passthrough", None) or (),
     )
     cmd = [args.python, "-m", "vllm.entrypoints.openai.api_server", *flags]
     print(shlex.join(cmd))

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -103,13 +101,10 @@ def _tags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _print_lines(lines) -> int:
-    """Prints as it goes; a closed pipe (`| head`) ends the output quietly."""
-    try:
-        for line in lines:
-            print(line)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    """Prints as it goes; a closed pipe (`| head`) ends the command quietly
+    (`hat_jax.cli.main`)."""
+    for line in lines:
+        print(line)
     return 0
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import select
+import signal
 import sys
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -83,7 +86,47 @@ def _default_subcommand(argv: list[str], commands: dict[str, ModuleType]) -> lis
     return argv
 
 
+def _split_passthrough(
+    argv: list[str], commands: dict[str, ModuleType]
+) -> tuple[list[str], list[str] | None]:
+    """``hat CMD ARGS -- REST`` for a command with ``PASSTHROUGH = True``: (CMD ARGS,
+    REST), REST handed on untouched as ``args.passthrough`` (e.g. ``hat serve DIR --
+    --max-num-seqs 8`` passes vLLM's flags); other commands: (argv, None)."""
+    if not argv or not getattr(commands.get(argv[0]), "PASSTHROUGH", False):
+        return argv, None
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1 :]
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``hat ARGS``; output to a pipe whose reader has left (``hat ... | head``)
+    ends the command quietly with a shell's SIGPIPE status, 128 + 13."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # buffered output reaches the pipe here, inside the handler
+            sys.stdout.flush()
+    except BrokenPipeError as e:
+        if not _stdout_gone():  # another pipe (a worker's): a real error
+            print(f"hat: error: {e}", file=sys.stderr)
+            return 1
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # closed, replaced, no poll
+        return False
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--version"]:  # without importing every plugin command first
         print(env_cmd.version_text())
@@ -113,9 +156,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"hat: note: {b.name} could not be loaded: {b.reason}",
                     file=sys.stderr,
                 )
+    argv, passthrough = _split_passthrough(argv, commands)
     args = parser.parse_args(_default_subcommand(argv, commands))
+    if passthrough is not None:
+        args.passthrough = passthrough
     try:
         return commands[args.command].run(args) or 0
+    except BrokenPipeError:
+        raise  # main's: `hat ... | head`
     except (OSError, ValueError, RuntimeError) as e:
         print(f"hat {args.command}: error: {e}", file=sys.stderr)
         return 1

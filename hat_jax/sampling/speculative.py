@@ -60,17 +60,32 @@ class SpecState:
     count: Int[Array, " B"]
     iters: Int[Array, ""]  # verify steps (trunk forwards after the prefill)
     accepted: Int[Array, " B"]  # drafts accepted per row
+    # [b, i]: row b's verify steps that accepted >= i + 1 drafts (prefix rule)
+    accepted_per_pos: Int[Array, "B k"]
     verifies: Int[Array, " B"]  # verify steps per row while it was live
 
 
 @dataclasses.dataclass(frozen=True)
 class SpecStats:
-    """Totals over the last `generate` call."""
+    """Totals over the last `generate` call, in vLLM's terms
+    (`vllm/v1/spec_decode/metrics.py`): a row's verify step is one of its
+    drafts (`num_drafts`), a draft token counts as accepted only when every
+    draft before it in the step was (the accepted prefix)."""
 
     proposed: int  # drafts checked (k per live row per verify step)
-    accepted: int  # drafts equal to the trunk's greedy token
+    # drafts in the accepted prefixes, counted before a stop token or max_new
+    # cuts the emitted block (as vLLM counts them)
+    accepted: int
     row_verifies: int  # verify steps summed over rows
     trunk_forwards: int  # jitted trunk calls: 1 prefill + verify steps
+    # [i]: row verify steps that accepted >= i + 1 drafts (length k, summed over
+    # rows); non-increasing, sums to `accepted`
+    accepted_per_pos: tuple[int, ...]
+
+    @property
+    def num_drafts(self) -> int:
+        """vLLM's num_drafts: every live row drafts k tokens each verify step."""
+        return self.row_verifies
 
     @property
     def acceptance_rate(self) -> float:
@@ -79,7 +94,12 @@ class SpecStats:
     @property
     def mean_accepted_length(self) -> float:
         """Tokens emitted per row per verify step (accepted drafts + the bonus)."""
-        return 1.0 + self.accepted / max(self.row_verifies, 1)
+        return 1.0 + self.accepted / max(self.num_drafts, 1)
+
+    @property
+    def acceptance_per_position(self) -> tuple[float, ...]:
+        """[i]: the share of drafts whose first i + 1 tokens were accepted."""
+        return tuple(a / max(self.num_drafts, 1) for a in self.accepted_per_pos)
 
 
 def _argmax(logits) -> Int[Array, "..."]:
@@ -150,6 +170,7 @@ def _prefill(graphdef, params, tokens, lengths, cache, mtp_cache, *, k, max_new,
         count=jnp.ones((b,), jnp.int32),
         iters=jnp.zeros((), jnp.int32),
         accepted=jnp.zeros((b,), jnp.int32),
+        accepted_per_pos=jnp.zeros((b, k), jnp.int32),
         verifies=jnp.zeros((b,), jnp.int32),
     )
 
@@ -181,10 +202,11 @@ def _verify_chunk(
         g = _argmax(logits)  # g[:, i]: the trunk's token at position pos + i + 1
         logp = jnp.take_along_axis(jax.nn.log_softmax(logits), g[..., None], -1)
         n = jnp.sum(jnp.cumprod(s.drafts == g[:, :k], axis=1), axis=1)  # [B]
+        live = ~s.done
+        took = live[:, None] & (offs[None, :k] < n[:, None])  # [B, k]: draft i kept
         # Emit g[0..n], cut after the first stop token and at max_new.
         stops = _is_stop(g, stop) & (offs[None] <= n[:, None])
         first_stop = jnp.where(stops.any(1), jnp.argmax(stops, axis=1), k + 1)
-        live = ~s.done
         m = jnp.minimum(jnp.minimum(n, first_stop) + 1, max_new - s.count)
         m = jnp.where(live, m, 0)  # tokens emitted per row
         if hybrid:
@@ -212,6 +234,7 @@ def _verify_chunk(
             count=count,
             iters=s.iters + 1,
             accepted=s.accepted + jnp.where(live, n, 0),
+            accepted_per_pos=s.accepted_per_pos + took.astype(jnp.int32),
             verifies=s.verifies + live.astype(jnp.int32),
         )
 
@@ -321,11 +344,41 @@ class SpeculativeSampler(Sampler):
                 stop=stop,
                 hybrid=self.hybrid,
             )
-        accepted, verifies = int(state.accepted.sum()), int(state.verifies.sum())
-        self.stats = SpecStats(
-            proposed=self.k * verifies,
-            accepted=accepted,
-            row_verifies=verifies,
-            trunk_forwards=1 + int(state.iters),
+        self._row_counts = (  # per row: accepted [B], verifies [B], per pos [B, k]
+            np.asarray(state.accepted),
+            np.asarray(state.verifies),
+            np.asarray(state.accepted_per_pos),
+            1 + int(state.iters),
         )
+        self.stats = self.stats_of_rows(b)
         return self._completions(state, sp, cut)
+
+    def stats_of_rows(self, rows: int) -> SpecStats:
+        """The last call's totals over its first ``rows`` prompts only (a caller
+        that padded its batch with filler rows leaves them out); trunk_forwards
+        is the call's, shared by every row.
+
+        Raises:
+          ValueError: no `generate` call yet, or ``rows`` not in 1..B (the
+            last call's batch size).
+        """
+        counts = getattr(self, "_row_counts", None)
+        if counts is None:
+            raise ValueError("stats_of_rows: no generate call yet, no stats to take")
+        accepted, verifies, per_pos, forwards = counts
+        b = len(accepted)
+        if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)):
+            raise ValueError(f"stats_of_rows: rows must be an integer, got {rows!r}")
+        if not 1 <= rows <= b:
+            raise ValueError(
+                f"stats_of_rows: rows must be in 1..{b} (the last generate call's "
+                f"batch), got {rows}"
+            )
+        v = int(verifies[:rows].sum())
+        return SpecStats(
+            proposed=self.k * v,
+            accepted=int(accepted[:rows].sum()),
+            row_verifies=v,
+            trunk_forwards=forwards,
+            accepted_per_pos=tuple(int(a) for a in per_pos[:rows].sum(axis=0)),
+        )

@@ -41,7 +41,14 @@ class FakeServer:
                         f'vllm:spec_decode_num_drafts_total{{engine="0"}} {4 * n}\n'
                         f"vllm:spec_decode_num_draft_tokens_total {8 * n}\n"
                         f"vllm:spec_decode_num_accepted_tokens_total {6 * n}\n"
+                        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total "
+                        "counter\n"
                     )
+                    for pos, per in enumerate((4, 2)):  # 6 accepted of 4 drafts
+                        text += (
+                            "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+                            f'{{engine="0",position="{pos}"}} {per * n}\n'
+                        )
                     self.send(200, text.encode(), "text/plain")
                 else:
                     self.send(404, b"{}")

@@ -23,6 +23,14 @@ GOOD_PAGE = (
 )
 
 
+PER_POS = prom.PER_POS + "_total"
+
+
+def page(text):
+    """A /metrics page serving ``text``."""
+    return reply(body=text.encode())
+
+
 def reply(code=200, body=b"", headers=(), length=None):
     def respond(h, n):
         h.send_response(code)
@@ -54,7 +62,27 @@ LIARS = [
     (reply(500, body=b"\x1b[2Jboom"), r"HTTP 500: \\x1b\[2Jboom"),
     (reply(body=GOOD_PAGE.replace("4", "NaN").encode()), "nan, not a finite count"),
     (reply(body=GOOD_PAGE.replace(" 8", " -8").encode()), "-8.0, not a finite count"),
-]
+    # each sample is checked before the engines' series are summed
+    (page(GOOD_PAGE.replace("drafts_total 4", 'drafts_total{engine="0"} -5\n'
+                            'vllm:spec_decode_num_drafts_total{engine="1"} 9')),
+     r'drafts_total\{engine="0"\} is -5.0, not a finite count'),
+    (page(GOOD_PAGE + "vllm:spec_decode_num_drafts_total 4\n"),
+     "vllm:spec_decode_num_drafts_total is on the page more than once"),
+    (page(f'{PER_POS}{{engine="0",position="0"}} 1\n'
+          f'{PER_POS}{{ position="0" , engine="0" }} 1\n' + GOOD_PAGE),
+     "more than once"),  # the same label set in another order
+    (page(GOOD_PAGE + f'{PER_POS}{{position="0"}} 1 # no timestamp\n'),
+     f"{PER_POS}: a line that is not name"),
+    (page(GOOD_PAGE.replace("drafts_total 4", 'drafts_total{engine="0" 4')),
+     "vllm:spec_decode_num_drafts_total: a line that is not name"),
+    # Prometheus number syntax, not Python's float()
+    (page(GOOD_PAGE.replace(" 8", " 1_0")), "draft_tokens_total has value 1_0, not a"),
+    (page(GOOD_PAGE.replace(" 8", " infinity")), "has value infinity, not a number"),
+    (page(GOOD_PAGE.replace(" 8", " nan")), "has value nan, not a number"),
+    (page(GOOD_PAGE.replace(" 8", " 0x8")), "has value 0x8, not a number"),
+    (page(GOOD_PAGE.replace(" 8", " +Inf")), "draft_tokens_total is inf, not a finite"),
+    (page(GOOD_PAGE.replace(" 8", " 1e999")), "is inf, not a finite count"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("respond, why", LIARS)
@@ -84,6 +112,9 @@ def test_a_page_without_counters_or_with_odd_lines_reads():
         assert prom.read_spec(server.url) is None
 
 
+COUNTS = {"drafts": 5, "draft_tokens": 8, "accepted_tokens": 4}
+
+
 @pytest.mark.parametrize(
     "before, after, why",
     [
@@ -91,11 +122,78 @@ def test_a_page_without_counters_or_with_odd_lines_reads():
          {"drafts": 4, "draft_tokens": 9, "accepted_tokens": 7}, "ran backwards"),
         ({"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0},
          {"drafts": 1, "draft_tokens": 2, "accepted_tokens": 3}, "3 tokens accepted"),
+        (COUNTS | {"accepted_per_pos": [4, 2]}, COUNTS | {"accepted_per_pos": [3, 2]},
+         r"backwards: \['accepted_per_pos\[0\]'\]"),
+        (COUNTS | {"accepted_per_pos": [0, 0]},
+         COUNTS | {"drafts": 6, "accepted_per_pos": [2, 1]},
+         r"positions \[0\] accepted more often than the 1 drafts"),
+        (COUNTS | {"accepted_per_pos": [0, 0]},
+         COUNTS | {"accepted_per_pos": [0, 0, 0]}, "per-position counters changed"),
+        (COUNTS, COUNTS | {"accepted_per_pos": [1, 0]}, "counters changed"),
+        (COUNTS | {"accepted_per_pos": [1, 0]}, COUNTS, "counters changed"),
+        # vLLM counts a draft token only after every one before it was accepted
+        (COUNTS | {"accepted_per_pos": [0, 0]},
+         {"drafts": 9, "draft_tokens": 16, "accepted_tokens": 8,
+          "accepted_per_pos": [1, 3]},
+         r"per_pos: position 1 accepted 3 times, more than position 0 \(1\)"),
+        # ... and adds each step's accepted tokens to the total and the positions
+        (COUNTS | {"accepted_per_pos": [0, 0]},
+         {"drafts": 9, "draft_tokens": 16, "accepted_tokens": 6,
+          "accepted_per_pos": [3, 1]},
+         "per_pos sums to 4 over positions, not the 2 of "
+         "vllm:spec_decode_num_accepted_tokens"),
     ],
 )  # fmt: skip
 def test_counters_that_cannot_be_are_refused(before, after, why):
     with pytest.raises(ValueError, match=why):
         prom.spec_delta(before, after)
+
+
+def test_per_position_counters_are_differenced_position_by_position():
+    before = COUNTS | {"accepted_per_pos": [3, 1]}
+    after = {"drafts": 9, "draft_tokens": 18, "accepted_tokens": 11,
+             "accepted_per_pos": [7, 4]}  # fmt: skip
+    assert prom.spec_delta(before, after) == {
+        "drafts": 4, "draft_tokens": 10, "accepted_tokens": 7,
+        "accepted_per_pos": [4, 3],
+    }  # fmt: skip
+    assert "accepted_per_pos" not in prom.spec_delta(COUNTS, COUNTS)  # older vLLM
+
+
+def test_a_torn_scrape_is_let_through_a_lie_is_not():
+    """vLLM adds a step's counts to each counter in turn, so a scrape of a
+    server with several API processes can catch one step half counted: a
+    mismatch within TORN_SHARE of the delta's drafts (or draft tokens) passes."""
+    zero = {"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0,
+            "accepted_per_pos": [0, 0, 0]}  # fmt: skip
+    torn = {"drafts": 1000, "draft_tokens": 3000, "accepted_tokens": 2000,
+            "accepted_per_pos": [900, 906, 210]}  # fmt: skip
+    assert prom.TORN_SHARE * 1000 == 10  # 6 drafts up, 16 tokens off: one step
+    assert prom.spec_delta(zero, torn)["accepted_per_pos"] == [900, 906, 210]
+    with pytest.raises(ValueError, match="position 1 accepted 911 times"):
+        prom.spec_delta(zero, torn | {"accepted_per_pos": [900, 911, 200]})
+    with pytest.raises(ValueError, match="sums to 2031 over positions, not the 2000"):
+        prom.spec_delta(zero, torn | {"accepted_per_pos": [900, 900, 231]})
+    with pytest.raises(ValueError, match=r"positions \[0\] accepted more often"):
+        prom.spec_delta(zero, torn | {"accepted_per_pos": [1011, 900, 89]})
+
+
+def test_server_text_in_an_error_is_cut_short_and_escaped():
+    """At most CUT (40) characters of each label name, label value or sample
+    value, then "...", its control characters escaped."""
+    long, cut = "\x1b[2J" + "A" * 500, "\\x1b[2J" + "A" * 36 + "..."  # 40 + ...
+    for text, want in [
+        (GOOD_PAGE + f'{PER_POS}{{position="{long}"}} 1\n', f"positions ['{cut}']"),
+        (GOOD_PAGE.replace("drafts_total 4", f'drafts_total{{m="{long}"}} -4'),
+         f'drafts_total{{m="{cut}"}} is -4.0'),
+        (GOOD_PAGE.replace(" 8", f" {long}"), f"has value {cut}, not a number"),
+        (GOOD_PAGE.replace(" 8", f'{{{"A" * 500}="1"}} -8'),  # a label name
+         "{" + "A" * 40 + '...="1"} is -8.0'),
+    ]:  # fmt: skip
+        with Local(page(text)) as server, pytest.raises(PolicyError) as e:
+            prom.read_spec(server.url)
+        msg = str(e.value)
+        assert want in msg and "\x1b" not in msg and len(msg) < 300, msg
 
 
 class LyingMetrics(FakeServer):

@@ -52,8 +52,14 @@ def test_embedded_replay_reports_every_metric(
         if mtp_k:
             assert 0 <= s["mtp_acceptance_rate"] <= 1
             assert s["mtp_mean_accepted_length"] >= 1
+            per_pos = s["mtp_acceptance_per_position"]  # vLLM's, from the sampler
+            assert len(per_pos) == mtp_k and per_pos == sorted(per_pos, reverse=True)
+            assert 1 + sum(per_pos) == pytest.approx(s["mtp_mean_accepted_length"])
+            calls = [c for t in run["turns"] for c in t["calls"]]
+            assert all(len(c["accepted_per_pos"]) == mtp_k for c in calls)
         else:
             assert s["mtp_acceptance_rate"] is None
+            assert s["mtp_acceptance_per_position"] == []
         for turn in run["turns"]:
             assert turn["end"] >= turn["start"] >= turn["arrival"]
             assert turn["latency"] > 0

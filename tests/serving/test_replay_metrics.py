@@ -195,3 +195,44 @@ def test_fast_failures_cannot_beat_slower_answers_on_goodput():
     assert fast_failed["goodput"] == 0.0 < slow_answered["goodput"] == 1.0
     assert fast_failed["goodput_rps"] == 0.0 < slow_answered["goodput_rps"]
     assert fast_failed["reply_rate"] == 0.0 and slow_answered["reply_rate"] == 1.0
+
+
+# ------------------------------------------------- MTP acceptance (vLLM's)
+def _mtp_call(drafts, per_pos, k=3):
+    """A call of `drafts` row verify steps of k drafts, accepting per_pos[i] of
+    them at position i (prefix acceptance: the total is their sum)."""
+    return CallStats(
+        batch=1, wall_s=1.0, ttft_s=[0.1], row_decode_s=0.9, new_tokens=5,
+        drafts_proposed=k * drafts, drafts_accepted=sum(per_pos),
+        row_verifies=drafts, accepted_per_pos=tuple(per_pos),
+    )  # fmt: skip
+
+
+def test_acceptance_per_position_is_accepted_at_each_position_over_drafts():
+    calls = [_mtp_call(10, (8, 5, 1)), _mtp_call(6, (6, 3, 3)), _mtp_call(4, (0,) * 3)]
+    turn = TurnRecord(0, "s", 0.0, 0.0, 1.0, "ok", calls=calls)
+    s = summarize([turn])
+    # 20 drafts, 60 draft tokens; accepted 14, 8 and 4 at positions 0, 1, 2
+    assert s["mtp_acceptance_per_position"] == [14 / 20, 8 / 20, 4 / 20]
+    assert s["mtp_acceptance_rate"] == 26 / 60
+    assert s["mtp_mean_accepted_length"] == 1 + 26 / 20
+    row = metrics.table_row("embedded mtp3", 1, s)
+    assert row[12:15] == ["0.433", "2.30", "0.70/0.40/0.20"]
+    assert "acc. per pos. the share of drafts" in metrics.markdown_table([row])
+    # the endpoint's counters (serving.prom.spec_delta) instead of the calls'
+    spec = {"drafts": 4, "draft_tokens": 8, "accepted_tokens": 5,
+            "accepted_per_pos": [3, 2]}  # fmt: skip
+    s = summarize([turn], spec)
+    assert s["mtp_acceptance_per_position"] == [0.75, 0.5]
+    assert s["mtp_mean_accepted_length"] == 1 + 5 / 4
+    del spec["accepted_per_pos"]  # a vLLM without the per-position counter
+    assert summarize([turn], spec)["mtp_acceptance_per_position"] == []
+
+
+def test_no_mtp_gives_no_acceptance_per_position():
+    s = summarize(_scripted([("ok", 2.0)]))
+    assert s["mtp_acceptance_per_position"] == []
+    assert s["mtp_acceptance_rate"] is None and s["mtp_mean_accepted_length"] is None
+    row = metrics.table_row("embedded", 1, s)
+    assert row[12:15] == ["-", "-", "-"]
+    assert "vLLM's definitions" not in metrics.markdown_table([row])

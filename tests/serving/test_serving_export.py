@@ -75,3 +75,33 @@ def test_vllm_args(exported, tmp_path):
     spec = json.loads(args[args.index("--speculative-config") + 1])
     assert spec == {"method": "mtp", "num_speculative_tokens": 2}
     assert "--no-enable-prefix-caching" in args
+
+
+def test_vllm_args_gpu_graphs_and_extra_flags(exported):
+    out, _ = exported
+    assert "--enforce-eager" not in vllm_args(out, device="gpu")  # CUDA graphs
+    extra = ["--max-num-seqs", "8", "--seed=3", "--model-impl", "vllm"]
+    args = vllm_args(out, extra=extra)
+    assert args[:5] == extra and args[5:] == vllm_args(out)  # ours last: they win
+    # every spelling vLLM's parser reads as one of our flags: prefix, _ for -,
+    # a dotted sub-key, the short alias, the shortcut flags, the socket
+    bad = ["--host", "--host=0.0.0.0", "--hos", "--por=9", "--served_model_name"]
+    bad += ["-sc", "--speculative-config.method", "--spec-tokens", "--uds"]
+    bad += ["--dtype", "--max_model_len=9", "--model"]
+    for flag in bad:
+        with pytest.raises(ValueError, match="set by hat serve itself"):
+            vllm_args(out, extra=[flag, "x"])
+
+
+def test_hat_serve_passes_flags_after_double_dash(exported, capsys):
+    from hat_jax.cli.main import main
+
+    out, _ = exported
+    argv = ["serve", str(out), "--print-args", "--", "--max-num-seqs", "8", "--mtp"]
+    assert main(argv) == 0  # "--mtp" after -- is vLLM's, not ours: passed on
+    printed = capsys.readouterr().out.split()
+    i = printed.index("--max-num-seqs")
+    assert printed[i : i + 3] == ["--max-num-seqs", "8", "--mtp"]
+    assert "--speculative-config" not in printed
+    assert main(["serve", str(out), "--print-args", "--", "--host", "0.0.0.0"]) == 1
+    assert "set by hat serve itself" in capsys.readouterr().err

@@ -61,3 +61,27 @@ def test_a_broken_backend_is_reported_not_raised(monkeypatch):
     info = env_cmd.devices()
     assert info == {"error": "RuntimeError: no backend"}
     assert env_cmd._device_lines(info) == ["devices: none (RuntimeError: no backend)"]
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
+    """`hat ... | head`: output to a reader that has left is no error message and
+    no traceback; the exit status is a shell's for SIGPIPE (128 + 13)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys; from hat_jax.cli.main import main; sys.exit(main())"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    for unbuffered in ("", "1"):  # output written at once, or at the flush
+        env_run = env | ({"PYTHONUNBUFFERED": "1"} if unbuffered else {})
+        for args in (["env", "--json"], ["--version"], ["env", "--help"]):
+            read, write = os.pipe()
+            os.close(read)  # every write to `write` now fails with EPIPE
+            argv = [sys.executable, "-c", code, *args]
+            proc = subprocess.run(
+                argv, stdout=write, stderr=subprocess.PIPE, env=env_run, timeout=120
+            )
+            os.close(write)
+            assert proc.stderr.decode() == "", args
+            # argparse's help printer may swallow the error itself (then exits 0)
+            assert proc.returncode in ((0, 141) if "--help" in args else (141,))

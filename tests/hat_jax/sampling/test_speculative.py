@@ -70,6 +70,52 @@ def test_greedy_tokens_equal_plain_decoding(partial_model, reference, k):
     assert s.row_verifies + s.accepted >= len(PROMPTS) * (NEW - 1)
     assert s.trunk_forwards < NEW  # fewer trunk calls than plain decoding
     assert 1.0 < s.mean_accepted_length <= k + 1
+    # vLLM's per-position counts: prefix acceptance, one draft per row step
+    per_pos = s.accepted_per_pos
+    assert len(per_pos) == k and sum(per_pos) == s.accepted
+    assert s.num_drafts >= per_pos[0] and list(per_pos) == sorted(per_pos)[::-1]
+    assert s.mean_accepted_length == pytest.approx(1 + sum(s.acceptance_per_position))
+
+
+def test_accepted_per_position_equals_a_recount_of_the_drafts(partial_model):
+    """Each verify step's drafts (read off the state before the step, one step
+    per jitted call) against the plain greedy decode: the longest matching
+    prefix n of each live row, counted at positions 0..n-1, gives the sampler's
+    per-position totals."""
+    k = 3
+    sp = SamplingParams(max_new_tokens=NEW + k, stop_ids=())
+    greedy = [c.tokens for c in Sampler(partial_model).generate(PROMPTS, sp)]
+    spec = SpeculativeSampler(partial_model, k=k, chunk=1)
+    seen = []  # (drafts [B, k], tokens emitted [B], done [B]) before each step
+    verify = spec._jit_verify
+
+    def recording(graphdef, params, state, **kw):
+        seen.append(tuple(np.array(x) for x in (state.drafts, state.count, state.done)))
+        return verify(graphdef, params, state, **kw)
+
+    spec._jit_verify = recording
+    out = spec.generate(PROMPTS, max_new_tokens=NEW, stop_ids=())
+    assert [c.tokens for c in out] == [g[:NEW] for g in greedy]
+    want, drafts = np.zeros(k, int), 0
+    first = np.zeros(k, int)  # row 0 alone: what a caller that padded keeps
+    for d, count, done in seen:
+        for row in np.flatnonzero(~done):
+            truth = greedy[row][count[row] : count[row] + k]  # the trunk's tokens
+            n = next((i for i in range(k) if d[row, i] != truth[i]), k)
+            want[:n] += 1
+            first[:n] += row == 0
+            drafts += 1
+    s = spec.stats
+    assert s.num_drafts == s.row_verifies == drafts
+    assert list(s.accepted_per_pos) == want.tolist()
+    assert 0 < want[-1] < want[0] < drafts  # partial acceptance at every position
+    assert s.acceptance_per_position == tuple(want / drafts)
+    assert spec.stats_of_rows(len(PROMPTS)) == s
+    assert (
+        list(spec.stats_of_rows(1).accepted_per_pos)
+        == first.tolist()
+        != list(s.accepted_per_pos)
+    )
 
 
 def test_stop_tokens_cut_accepted_blocks(partial_model, reference):
@@ -96,6 +142,8 @@ def test_perfect_drafter_accepts_everything():
     assert [c.tokens for c in out] == [c.tokens for c in plain]
     assert spec.stats.acceptance_rate == 1.0
     assert spec.stats.mean_accepted_length == 4.0
+    assert spec.stats.accepted_per_pos == (spec.stats.num_drafts,) * 3
+    assert spec.stats.acceptance_per_position == (1.0, 1.0, 1.0)
     assert spec.stats.trunk_forwards == 1 + -(-(NEW - 1) // 4)
 
 
@@ -107,6 +155,7 @@ def test_random_head_accepts_little():
     assert [c.tokens for c in out] == [c.tokens for c in plain]
     assert spec.stats.accepted <= spec.stats.proposed
     assert spec.stats.acceptance_rate < 0.2
+    assert sum(spec.stats.accepted_per_pos) == spec.stats.accepted
 
 
 def test_refuses_what_it_cannot_do():
@@ -114,6 +163,20 @@ def test_refuses_what_it_cannot_do():
         SpeculativeSampler(build_model(CFG.replace(mtp_num_hidden_layers=0)))
     with pytest.raises(NotImplementedError, match="greedy only"):
         SpeculativeSampler(build_model(CFG)).generate([[1, 2]], temperature=1.0)
+
+
+def test_stats_of_rows_needs_a_call_and_rows_of_its_batch(partial_model):
+    spec = SpeculativeSampler(partial_model, k=2)
+    with pytest.raises(ValueError, match="no generate call yet"):
+        spec.stats_of_rows(1)
+    spec.generate([[1, 2, 3], [4, 5]], max_new_tokens=4, stop_ids=())
+    assert spec.stats_of_rows(2) == spec.stats
+    assert spec.stats_of_rows(1).num_drafts <= spec.stats.num_drafts
+    for rows in (0, 3, -1):
+        with pytest.raises(ValueError, match=rf"in 1\.\.2 .*batch\), got {rows}"):
+            spec.stats_of_rows(rows)
+    with pytest.raises(ValueError, match="must be an integer"):
+        spec.stats_of_rows(1.5)
 
 
 def test_prefill_drafts_equal_attention_over_cache_slots():
@@ -182,6 +245,8 @@ def test_hybrid_greedy_tokens_equal_plain_decoding(k):
     s = spec.stats
     assert 0 < s.accepted < s.proposed  # rows advance by different amounts
     assert s.trunk_forwards < NEW
+    assert len(s.accepted_per_pos) == k and sum(s.accepted_per_pos) == s.accepted
+    assert list(s.accepted_per_pos) == sorted(s.accepted_per_pos)[::-1]
 
 
 def test_keep_states_selects_the_state_after_each_prefix():
