@@ -23,6 +23,8 @@ Examples:
       --ops "rename_tools|reorder_sections" --out data/test_ops.jsonl
   hat sim generate --harness taolive_v1 --n 10000 --seed 0 --split train \\
       --format tfds --out data/train_tfds     # then data.train=tfds:data/train_tfds
+  hat sim generate --harness taolive_v1 --n 64 --seed 5 --split dev \\
+      --prompt-format compact --compact-results --out data/dev_compact.jsonl
   hat sim report data/train.jsonl
 """
 
@@ -41,7 +43,7 @@ from augment import apply_spec, sample_family_spec, validate_augmented
 from augment.families import family_arg
 from augment.spec import spec_arg
 from hat_jax.cli.argtypes import count, finite, nonblank, seed
-from hat_jax.harness import Harness, Trajectory, load_harness
+from hat_jax.harness import PROMPT_FORMATS, Harness, Trajectory, load_harness
 from hat_jax.printable import shown
 from sim.datasets import generate, make_cases, report, summarize, write_dataset
 from sim.types import SPLITS
@@ -82,6 +84,17 @@ def add_arguments(p) -> None:
     )
     g.add_argument(
         "--messages-per-room", type=count(1, MAX_MESSAGES_PER_ROOM), default=8
+    )
+    g.add_argument(
+        "--prompt-format",
+        choices=PROMPT_FORMATS,
+        help="render the harness's system prompt in this format (default: the "
+        "harness's own), e.g. compact for the tiny world",
+    )
+    g.add_argument(
+        "--compact-results",
+        action="store_true",
+        help="tools return only the fields a reply needs (the tiny world's results)",
     )
     g.add_argument(
         "--format",
@@ -158,6 +171,8 @@ def _generate(args) -> int:
         raise ValueError(f"--out {shown(out)} is a folder (expected a JSONL file)")
     t0 = time.perf_counter()
     harness = load_harness(args.harness)
+    if getattr(args, "prompt_format", None):
+        harness = harness.in_format(args.prompt_format)
     cases = make_cases(
         args.split,
         args.seed,
@@ -171,7 +186,12 @@ def _generate(args) -> int:
         total=total, desc="hat sim", unit="traj", disable=args.n < PROGRESS_MIN or None
     ) as bar:
         trajs = generate(
-            harness, cases, faults=args.fault_rate, seed=args.seed, progress=bar.update
+            harness,
+            cases,
+            faults=args.fault_rate,
+            seed=args.seed,
+            progress=bar.update,
+            compact_results=getattr(args, "compact_results", False),
         )
         failures = 0
         if hsa:

@@ -15,6 +15,12 @@ kind (``KINDS``, 0 = none), from the character spans of each assistant segment:
               user message and a fixed lead, so its teacher-forced argmax is the
               closed-loop first decision; every later decision is conditioned
               on it (a call's argument copies the link the reasoning names)
+  6 fact      a value the reasoning names before a reply ("Quote price_now 109,
+              off 10; ..." in a <think> block, ``sim.oracle.named_numbers``):
+              the look-up of a number in a tool result, which the reply then
+              copies from a few tokens back
+  7 fact_key  the key it names with each value ("price_now", "off"): which
+              field of the result the question asks for
 
 A token belongs to a kind when its character span overlaps one of the kind's
 spans (tokenizer offsets), so the kinds line up with the ids exactly. Both
@@ -33,7 +39,8 @@ from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
-KINDS = ("tool", "argument", "skill", "number", "intent")  # kind k + 1 in the arrays
+# kind k + 1 in the arrays
+KINDS = ("tool", "argument", "skill", "number", "intent", "fact", "fact_key")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([^>\n]+)>")
@@ -42,7 +49,9 @@ _JSON_NAME = re.compile(r'"name":\s*"([^"]*)"')
 _JSON_VALUE = re.compile(r'"[^"]*":\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false)')
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _INTENT = re.compile(r"message is an? ([^:\n<]+)")
-Span = tuple[int, int, int]  # [start, end) in characters, kind 1..5
+_QUOTE = re.compile(r"Quote ([^;\n<]+);")
+_FACT = re.compile(r"([^,]+?) (\d+(?:\.\d+)?)(?:, |$)")  # "key value" items
+Span = tuple[int, int, int]  # [start, end) in characters, kind 1..7
 
 
 def _call_spans(body: str, at: int) -> list[Span]:
@@ -71,6 +80,11 @@ def decision_spans(text: str) -> list[Span]:
     hidden = [m.span() for m in _THINK.finditer(text)]
     for a, b in hidden:
         out += [(m.start(1), m.end(1), 5) for m in _INTENT.finditer(text, a, b)]
+        for q in _QUOTE.finditer(text, a, b):
+            for f in _FACT.finditer(q.group(1)):
+                at = q.start(1)
+                out.append((at + f.start(2), at + f.end(2), 6))
+                out.append((at + f.start(1), at + f.end(1), 7))
     for m in _CALL.finditer(text):
         out += _call_spans(m.group(1), m.start(1))
         hidden.append(m.span())

@@ -75,3 +75,16 @@ def test_bad_arguments_fail_cleanly(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["generate", "--harness", "taolive_v1", "--n", "0", "--out", out])
     assert e.value.code == 2 and "argument --n" in capsys.readouterr().err
+
+
+def test_compact_world_flags_match_the_library(tmp_path, capsys):
+    out = _gen(
+        tmp_path, "compact.jsonl", "--prompt-format", "compact", "--compact-results"
+    )
+    harness = load_harness("taolive_v1").in_format("compact")
+    golds = generate(harness, make_cases("dev", 5, 20), compact_results=True)
+    trajs = read_jsonl(out)
+    assert [t.messages for t in trajs] == [g.messages for g in golds]
+    plain = read_jsonl(_gen(tmp_path, "plain.jsonl"))
+    assert plain[0].messages[0]["content"] != trajs[0].messages[0]["content"]
+    assert len(trajs[0].messages[0]["content"]) < len(plain[0].messages[0]["content"])

@@ -117,3 +117,23 @@ def test_intent_kind_lines_up_with_the_ids_of_a_gold(tokenizer):
     kinds = decision_kinds(traj, tokenizer)
     intent = KINDS.index("intent") + 1
     assert tokenizer.decode(ids[kinds == intent]).strip() == "chit chat"
+
+
+def test_fact_spans_are_the_oracle_s_named_numbers():
+    """On oracle golds, the fact / fact_key spans of the reply's reasoning are
+    exactly ``sim.oracle.named_numbers`` of its reply and the tool results."""
+    from hat_jax.harness import load_harness
+    from sim.datasets import generate, make_cases
+    from sim.oracle import named_numbers
+
+    harness = load_harness("taolive_v1").in_format("compact")
+    golds = generate(harness, make_cases("dev", 5, 24), compact_results=True)
+    checked = 0
+    for traj in golds:
+        results = [m["content"] for m in traj.messages if m["role"] == "tool"]
+        last = traj.messages[-1]
+        want = named_numbers(last["content"], results)
+        got = spans_by_kind(render_assistant(last, "qwen_xml"))
+        assert [f"{k} {v}" for k, v in zip(got["fact_key"], got["fact"])] == want
+        checked += bool(want)
+    assert checked >= 8  # most replies quote a number from a result
