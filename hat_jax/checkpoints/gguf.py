@@ -18,6 +18,7 @@ from tokenizers import decoders, models, pre_tokenizers
 
 from hat_jax.checkpoints.hf import load_params
 from hat_jax.models import CausalLM, ModelConfig, abstract_model
+from hat_jax.printable import shown
 from hat_jax.text.tokenizer import Tokenizer
 
 # GGUF tensor name -> HF tensor name. {i} layer; `_exps` tensors hold all experts.
@@ -214,8 +215,20 @@ def gguf_tokenizer(reader: GGUFReader) -> Tokenizer:
 
 
 def load_gguf(path: str | Path, **overrides) -> tuple[CausalLM, ModelConfig, Tokenizer]:
-    """Loads a GGUF file as our model (float32 unless `param_dtype` overridden)."""
-    reader = GGUFReader(str(path))
-    cfg, permuted = gguf_config(reader, **overrides)
-    model = load_params(abstract_model(cfg), GGUFSource(reader, cfg, permuted))
-    return model, cfg, gguf_tokenizer(reader)
+    """Loads a GGUF file as our model (float32 unless `param_dtype` overridden).
+
+    Raises:
+      ValueError: ``path: ...`` for a file that is not a GGUF file we read
+        (bad magic, truncated, a field of the wrong type, an unsupported
+        architecture or tokenizer), whatever the reader raised inside.
+    """
+    try:
+        reader = GGUFReader(str(path))
+        cfg, permuted = gguf_config(reader, **overrides)
+        model = load_params(abstract_model(cfg), GGUFSource(reader, cfg, permuted))
+        return model, cfg, gguf_tokenizer(reader)
+    except (
+        ValueError, KeyError, IndexError, TypeError, OverflowError,
+        NotImplementedError,  # a quantization type gguf cannot dequantize
+    ) as e:  # fmt: skip
+        raise ValueError(f"{shown(path)}: not a GGUF model we can read: {e}") from e

@@ -1,7 +1,10 @@
 """SmolLM2-135M-Instruct from its GGUF: tokenizer, logits, greedy decoding vs HF."""
 
+import re
+
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import torch
 
 from hat_jax.sampling import Sampler
@@ -52,3 +55,16 @@ def test_greedy_32_tokens_equal_transformers(smollm2, smollm2_hf, chat_prompts):
                 min_new_tokens=32,
             )[0, len(prompt) :].tolist()
         assert got.tokens == ref, (tok.decode(got.tokens), tok.decode(ref))
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"not a gguf file at all", b"GGUF\x03\x00\x00\x00garbage"]
+)
+def test_a_file_that_is_not_gguf_is_named_in_the_error(tmp_path, data):
+    from hat_jax.checkpoints.gguf import load_gguf
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(data)
+    want = f"^{re.escape(str(path))}: not a GGUF model we can read"
+    with pytest.raises(ValueError, match=want):
+        load_gguf(path)
