@@ -76,6 +76,11 @@ def _cut(text: str, n: int = CUT) -> str:
     return shown(text if len(text) <= n else text[:n] + "...")
 
 
+def _first(items: list, n: int = 8) -> str:
+    """``[a, b, ...]``: the first ``n`` items of a list for an error."""
+    return f"[{', '.join([str(x) for x in items[:n]] + ['...'] * (len(items) > n))}]"
+
+
 def _series(name: str, labels: Labels) -> str:
     """``name{a="x",b="y"}`` for an error (label names and values cut short)."""
     if not labels:
@@ -222,11 +227,8 @@ def spec_counters(
     if series:
         names = [str(i) for i in range(len(series))]
         if sorted(series) != sorted(names):
-            listed = [f"'{_cut(p)}'" for p in sorted(series)[:8]]
-            listed += ["..."] * (len(series) > 8)
-            raise ValueError(
-                f"{PER_POS} has positions [{', '.join(listed)}], not 0..k-1"
-            )
+            listed = _first([f"'{_cut(p)}'" for p in sorted(series)])
+            raise ValueError(f"{PER_POS} has positions {listed}, not 0..k-1")
         got["accepted_per_pos"] = [
             _count(f'{PER_POS}{{position="{p}"}}', series[p]) for p in names
         ]
@@ -249,10 +251,6 @@ def read_spec(base_url: str, timeout_s: float = 10.0) -> dict | None:
             return spec_counters(parse_metrics(text), parse_by_label(text, "position"))
         except ValueError as e:
             raise PolicyError(f"GET {client.url('metrics', root=True)}: {e}") from None
-
-
-def _first(items: list, n: int = 8) -> str:
-    return f"[{', '.join([str(x) for x in items[:n]] + ['...'] * (len(items) > n))}]"
 
 
 def spec_delta(before: dict | None, after: dict | None) -> dict | None:
