@@ -120,6 +120,12 @@ def add_arguments(p) -> None:
         help=f"environment variable holding the endpoint's API key (default "
         f"{API_KEY_ENV}, if set; the key itself never goes on the command line)",
     )
+    p.add_argument(
+        "--no-prefix-reuse",
+        action="store_true",
+        help="--model: prefill every prompt whole (default: each call reuses the "
+        "cache of the prefix it shares with the previous call)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -201,6 +207,7 @@ class _Policies:
                 served_model=a.served_model,
                 api_key_env=a.api_key_env,
                 timeout_s=a.timeout,
+                prefix_reuse=not a.no_prefix_reuse,
             )
             sources = (("jax", a.model), ("openai", a.endpoint))
             kind, target = next(

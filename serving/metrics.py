@@ -45,6 +45,10 @@ what vLLM calls a request; a call that raised is not recorded):
   with no token after the first are left out.
 - ``decode_tok_s``: the pooled inverse: all tokens after each row's first over
   all rows' decode time.
+- ``prefix_cache_hit_rate``: prompt tokens served from the prefix cache over
+  all prompt tokens (vLLM's ``prefix_cache_hits / prefix_cache_queries``);
+  ``cached_tokens`` and ``prompt_tokens`` are the two sums. Embedded only
+  (None when no call counted prompt tokens; 0 with reuse off or MTP).
 - ITL (inter-token latency) is not reported: neither backend records the time
   of each token (the embedded sampler reports chunks of 16 steps; the endpoint
   policy keeps only the first chunk's time).
@@ -144,6 +148,8 @@ def summarize(
         proposed, accepted = spec["draft_tokens"], spec["accepted_tokens"]
         drafts, per_pos = spec["drafts"], list(spec.get("accepted_per_pos", ()))
     span = max((r.end for r in records), default=0.0)
+    prompt = sum(c.prompt_tokens for c in calls)
+    cached = sum(c.cached_tokens for c in calls)
     good = sum(x <= slo_s for x in lat)
     return {
         "messages": len(records),
@@ -167,6 +173,9 @@ def summarize(
         "mean_batch": sum(c.batch for c in calls) / max(len(calls), 1),
         "decode_tok_s": after_first / row_decode if row_decode > 0 else float("nan"),
         "new_tokens": sum(c.new_tokens for c in calls),
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "prefix_cache_hit_rate": cached / prompt if prompt else None,
         "compile_s_excluded": sum(c.compile_s for c in calls),
         "throughput_tok_s": sum(c.new_tokens for c in calls) / span if span else 0.0,
         "time_split": {k: v / whole if whole else 0.0 for k, v in split.items()},

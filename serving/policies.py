@@ -5,7 +5,9 @@ contract the replay schedulers use; both policies also satisfy
 ``hat_jax.harness.Policy`` (``generate``).
 
 - :class:`EmbeddedPolicy`: our JAX sampler (greedy). With an MTP head and
-  ``mtp_k`` it uses ``SpeculativeSampler`` and adds its acceptance counts. TTFT
+  ``mtp_k`` it uses ``SpeculativeSampler`` and adds its acceptance counts;
+  without, ``prefix_reuse`` starts each call from the cache of the prefix it
+  shares with the previous call (``cached_tokens``, vLLM's prefix-cache hits). TTFT
   is the prefill: the wall time until the sampler's first ``on_chunk`` call.
   XLA compile time (JAX's ``/jax/core/compile/*`` monitoring events) is taken
   out of every time and reported apart (``compile_s``): a server compiles once
@@ -65,20 +67,31 @@ class CallStats:
     # [i]: verify steps (over rows) that accepted >= i + 1 drafts; () without MTP
     accepted_per_pos: tuple[int, ...] = ()
     compile_s: float = 0.0  # excluded from the times above
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache
 
 
 class EmbeddedPolicy:
     """Our JAX model (module docstring). ``mtp_k`` 0 decodes without drafts."""
 
-    def __init__(self, model, tokenizer, *, max_new_tokens: int = 128, mtp_k: int = 0):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_new_tokens: int = 128,
+        mtp_k: int = 0,
+        prefix_reuse: bool = False,
+    ):
         from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
 
         self.tokenizer = tokenizer
         self.mtp_k = mtp_k
-        if mtp_k > 0:
+        if mtp_k > 0:  # (no prefix reuse in speculative decoding yet)
             self.sampler = SpeculativeSampler(model, tokenizer, k=mtp_k, chunk=16)
         else:
-            self.sampler = Sampler(model, tokenizer, chunk=16)
+            self.sampler = Sampler(
+                model, tokenizer, chunk=16, prefix_reuse=prefix_reuse
+            )
         self.params = SamplingParams(
             max_new_tokens=max_new_tokens, stop_ids=tuple(tokenizer.stop_ids)
         )
@@ -125,6 +138,9 @@ class EmbeddedPolicy:
             prompt_tokens=sum(len(p) for p in prompts),
             compile_s=compile_s,
         )
+        info = getattr(self.sampler, "last_call", None)
+        if self.mtp_k == 0 and info is not None:
+            stats.cached_tokens = sum(info.reused[:n])
         # Padding rows repeat the last prompt: the acceptance counts are those
         # of the real rows only.
         if self.mtp_k > 0:

@@ -45,6 +45,8 @@ class ReplayOptions:
       label: the backend's name in the table.
       api_key_env: endpoint: the environment variable holding the API key
         (None: ``HAT_API_KEY`` if set); the name is kept, never the key.
+      prefix_reuse: embedded, without MTP: each call reuses the cache of the
+        prefix it shares with the previous call (as vLLM's prefix caching).
     """
 
     max_new_tokens: int = 128
@@ -53,6 +55,7 @@ class ReplayOptions:
     time_scale: float = 1.0
     label: str = ""
     api_key_env: str | None = None
+    prefix_reuse: bool = True
 
     def __post_init__(self):
         if self.max_new_tokens < 1 or self.mtp_k < 0:
@@ -78,7 +81,11 @@ def _embedded(target, opts: ReplayOptions):
     if opts.mtp_k and not k:
         print(f"note: {target} has no MTP head; decoding without drafts")
     policy = EmbeddedPolicy(
-        model, tokenizer, max_new_tokens=opts.max_new_tokens, mtp_k=k
+        model,
+        tokenizer,
+        max_new_tokens=opts.max_new_tokens,
+        mtp_k=k,
+        prefix_reuse=opts.prefix_reuse,
     )
 
     def runner(jobs, backend, concurrency):

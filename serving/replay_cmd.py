@@ -45,6 +45,12 @@ def add_arguments(p) -> None:
         help="embedded: draft with this workdir's MTP head (e.g. the base stage's)",
     )
     p.add_argument("--max-new-tokens", type=count(1), default=128)
+    p.add_argument(
+        "--no-prefix-reuse",
+        action="store_true",
+        help="embedded: prefill every call's prompt whole (default: reuse the "
+        "cache of the prefix it shares with the previous call)",
+    )
     p.add_argument("--limit", type=count(1), help="first N messages only")
     p.add_argument(
         "--timeout",
@@ -86,6 +92,7 @@ def run(args) -> int:
         time_scale=args.time_scale,
         label=args.label,
         api_key_env=args.api_key_env,
+        prefix_reuse=not args.no_prefix_reuse,
     )
     if args.api_key_env and not args.endpoint:
         print("--api-key-env needs --endpoint", file=sys.stderr)

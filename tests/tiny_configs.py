@@ -30,3 +30,18 @@ HYBRID_HF = {
 def tiny_hybrid(**hf) -> ModelConfig:
     """`HYBRID_HF` with `hf` (HF config fields) changed, as a ModelConfig."""
     return ModelConfig.from_hf({**HYBRID_HF, **hf})
+
+
+def tiny_dense(**fields) -> ModelConfig:
+    """A 2-layer Qwen3 (6 query heads over 2 KV heads of 16), `fields` changed."""
+    base = dict(
+        model_type="qwen3",
+        vocab_size=101,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        head_dim=16,
+    )
+    return ModelConfig(**{**base, **fields})

@@ -4,7 +4,8 @@
   params, LoRA merged, its tokenizer), a HF folder, a ``.gguf`` file or an
   asset name (``smollm2-135m-instruct``), sampled by our batched KV-cache
   :class:`~hat_jax.sampling.Sampler`; a ``run_turns`` batch is one
-  ``generate`` call, so many cases decode together.
+  ``generate`` call, so many cases decode together, each call starting from
+  the prefix it shares with the previous one (``prefix_reuse``).
 - ``openai``: an OpenAI-compatible ``/v1/completions`` server (vLLM), one
   request per conversation on a thread pool of ``concurrency`` workers; the
   served model name defaults to the first one ``/v1/models`` lists. Its API
@@ -42,6 +43,8 @@ class BackendOptions:
       api_key_env: the environment variable holding the endpoint's API key
         (None: ``HAT_API_KEY`` if set, else no key). The name, not the key, so
         options can be printed and saved.
+      prefix_reuse: our sampler starts each call from the cache of the
+        previous one (``hat_jax.sampling.prefix``); off: every prompt prefilled.
     """
 
     max_new_tokens: int = 256
@@ -52,6 +55,7 @@ class BackendOptions:
     served_model: str | None = None
     timeout_s: float = 120.0
     api_key_env: str | None = None
+    prefix_reuse: bool = True
 
 
 def load_jax_model(path_or_name: str):
@@ -86,7 +90,7 @@ def jax_policy(path_or_name: str, opts: BackendOptions) -> Policy:
         seed=opts.seed,
     )
     return SamplerPolicy(
-        Sampler(model, tokenizer),
+        Sampler(model, tokenizer, prefix_reuse=opts.prefix_reuse),
         tokenizer,
         params,
         enable_thinking=opts.enable_thinking,

@@ -80,9 +80,10 @@ class GatedAttention(nnx.Module):
                 write_cache(cache[0], k, positions),
                 write_cache(cache[1], v, positions),
             )
-        if allowed.shape[-1] == t:  # keys are this call's: training, fresh prefill
+        if cache is None or allowed.shape[-1] != cache[0].shape[1]:
+            # keys are this call's: training, a fresh prefill (`allowed` [B, T, T])
             out = fused_attention(q, k, v, allowed)
-        else:  # keys are the cache's slots (decoding, verifying drafts)
+        else:  # keys are the cache's slots: decoding, drafts, a cached prefix
             out = dot_product_attention(
                 q, cache[0].astype(q.dtype), cache[1].astype(q.dtype), allowed
             )

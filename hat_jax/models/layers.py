@@ -204,9 +204,10 @@ class Attention(nnx.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if kv is not None:
             kv = (write_cache(kv[0], k, positions), write_cache(kv[1], v, positions))
-        if allowed.shape[-1] == t:  # keys are this call's: training, fresh prefill
+        if kv is None or allowed.shape[-1] != kv[0].shape[1]:
+            # keys are this call's: training, a fresh prefill (`allowed` [B, T, T])
             out = fused_attention(q, k, v, allowed)
-        else:  # keys are the cache's slots (decoding, verifying drafts)
+        else:  # keys are the cache's slots: decoding, drafts, a cached prefix
             out = dot_product_attention(
                 q, kv[0].astype(q.dtype), kv[1].astype(q.dtype), allowed
             )

@@ -14,6 +14,7 @@ policy-gradient trainer recomputes.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ from flax import nnx, struct
 from jaxtyping import Array, Bool, Float, Int
 
 from hat_jax.models import CausalLM, KVCache
+from hat_jax.sampling import prefix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,10 +122,31 @@ def _prefill(
     hidden, cache, _ = model.hidden_states(
         tokens, positions, mask, cache=cache, prefill=True
     )
-    last_h = jnp.take_along_axis(
-        hidden, (lengths - 1)[:, None, None], axis=1
-    )  # [B,1,D]
+    return _start(model, hidden, lengths - 1, lengths, cache, key, sp, max_new)
+
+
+def _prefill_suffix(
+    graphdef, params, tokens, starts, lengths, cache, key, *, sp, max_new, slots
+):
+    """Prefills `tokens` [B, T] (each row's prompt from `starts`, right-padded)
+    over a cache that holds every row's first `starts` tokens, in as many slots as
+    the prompts need; the KV is then padded to the decode's `slots`."""
+    model = nnx.merge(graphdef, params)
+    b, t = tokens.shape
+    offsets = jnp.arange(t, dtype=jnp.int32)
+    positions = starts[:, None] + offsets  # [B, T]
+    mask = offsets < (lengths - starts)[:, None]
+    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
+    cache = prefix.resize_kv(cache, slots)
+    return _start(model, hidden, lengths - starts - 1, lengths, cache, key, sp, max_new)
+
+
+def _start(model, hidden, last, lengths, cache, key, sp, max_new) -> DecodeState:
+    """The decode state after a prefill: the first token sampled from `hidden` at
+    index `last` [B] of each row; the next position is `lengths` [B]."""
+    last_h = jnp.take_along_axis(hidden, last[:, None, None], axis=1)  # [B,1,D]
     logits = model.logits(last_h)[:, 0]  # [B, V]
+    b = logits.shape[0]
     key, sub = jax.random.split(key)
     tok = sample_token(
         logits, sub, temperature=sp.temperature, top_k=sp.top_k, top_p=sp.top_p
@@ -196,20 +219,59 @@ def _decode_chunk(
     return jax.lax.while_loop(cond, body, state)
 
 
+@dataclasses.dataclass(frozen=True)
+class CallInfo:
+    """What one `generate` call did: tokens summed over rows, wall seconds.
+
+    `prefill_s` runs until the first tokens are on the host (compiles included),
+    `decode_s` from there to the end.
+    """
+
+    rows: int
+    prompt_tokens: int
+    reused: tuple[int, ...]  # per row: prompt tokens from the previous call's cache
+    prefill_s: float
+    decode_s: float
+
+    @property
+    def reused_tokens(self) -> int:
+        return sum(self.reused)
+
+
 class Sampler:
-    """Generates from a model; the model is split once, its functions jitted once."""
+    """Generates from a model; the model is split once, its functions jitted once.
+
+    `prefix_reuse=True` keeps each call's cache for the next one, which then
+    prefills only what its prompts do not share with a kept row (`prefix.py`):
+    the calls of an agent's turn, or cases under one system prompt. Outputs equal
+    a fresh prefill's up to float rounding (tested). `last_call` says what the
+    latest call reused and how long its prefill and decode took.
+    """
 
     def __init__(
-        self, model: CausalLM, tokenizer=None, *, chunk: int = 32, cache_dtype=None
+        self,
+        model: CausalLM,
+        tokenizer=None,
+        *,
+        chunk: int = 32,
+        cache_dtype=None,
+        prefix_reuse: bool = False,
     ):
         self.graphdef, self.params = nnx.split(model)
         self.model_config = model.config
         self.tokenizer = tokenizer
         self.chunk = chunk
         self.cache_dtype = cache_dtype or model.config.jnp_dtype
+        self.prefix_reuse = prefix_reuse
+        self._kept: prefix.Kept | None = None
+        self.last_call: CallInfo | None = None
         self._init_cache = model.init_cache
         self._jit_prefill = jax.jit(
             _prefill, static_argnames=("sp", "max_new"), donate_argnames=("cache",)
+        )
+        # (the suffix's cache is not donated: the KV leaves in another size)
+        self._jit_suffix = jax.jit(
+            _prefill_suffix, static_argnames=("sp", "max_new", "slots")
         )
         self._jit_decode = jax.jit(
             _decode_chunk,
@@ -222,6 +284,7 @@ class Sampler:
         if isinstance(model_or_params, nnx.Module):
             model_or_params = nnx.state(model_or_params)
         self.params = model_or_params
+        self._kept = None  # a cache of other weights
 
     def generate(
         self,
@@ -243,26 +306,54 @@ class Sampler:
         if not prompts or any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
         b = len(prompts)
+        t0 = time.perf_counter()
         lengths = np.array([len(p) for p in prompts], np.int32)
         plen = _bucket(int(lengths.max()), 32)
         slots = _bucket(plen + sp.max_new_tokens, 64)
         pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
-        tokens = np.full((b, plen), pad, np.int32)
-        for i, p in enumerate(prompts):
-            tokens[i, : len(p)] = p
-        cache = self._init_cache(b, slots, self.cache_dtype)
         key = jax.random.key(sp.seed)
         sp_static = dataclasses.replace(sp, stop_strings=(), seed=0)
-        state = self._jit_prefill(
-            self.graphdef,
-            self.params,
-            jnp.asarray(tokens),
-            jnp.asarray(lengths),
-            cache,
-            key,
-            sp=sp_static,
-            max_new=sp.max_new_tokens,
-        )
+        reuse = np.zeros(b, np.int32)
+        if self.prefix_reuse and self._kept is not None:
+            src, reuse = prefix.plan(prompts, self._kept)
+        if reuse.any():
+            cache = prefix.gather(
+                self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
+            )
+            self._kept = None  # its buffers may go with the donated cache
+            t = _bucket(int((lengths - reuse).max()), 32)
+            tokens = np.full((b, t), pad, np.int32)
+            for i, p in enumerate(prompts):
+                tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]
+            state = self._jit_suffix(
+                self.graphdef,
+                self.params,
+                jnp.asarray(tokens),
+                jnp.asarray(reuse),
+                jnp.asarray(lengths),
+                cache,
+                key,
+                sp=sp_static,
+                max_new=sp.max_new_tokens,
+                slots=slots,
+            )
+        else:
+            tokens = np.full((b, plen), pad, np.int32)
+            for i, p in enumerate(prompts):
+                tokens[i, : len(p)] = p
+            state = self._jit_prefill(
+                self.graphdef,
+                self.params,
+                jnp.asarray(tokens),
+                jnp.asarray(lengths),
+                self._init_cache(b, slots, self.cache_dtype),
+                key,
+                sp=sp_static,
+                max_new=sp.max_new_tokens,
+            )
+        states = prefix.copy_states(state.cache) if self.prefix_reuse else None
+        state.done.block_until_ready()
+        t1 = time.perf_counter()
         cut = [None] * b  # per row: generated-token count after a stop string
         while True:
             host_done = np.array(state.done)
@@ -283,6 +374,16 @@ class Sampler:
                 pad=pad,
                 slots=slots,  # the cache's length (its layout is the model's)
             )
+        toks, counts = np.asarray(state.tokens), np.asarray(state.count)
+        if self.prefix_reuse:
+            self._kept = prefix.keep(prompts, toks, counts, state.cache, states)
+        self.last_call = CallInfo(
+            rows=b,
+            prompt_tokens=int(lengths.sum()),
+            reused=tuple(int(r) for r in reuse),
+            prefill_s=t1 - t0,
+            decode_s=time.perf_counter() - t1,
+        )
         return self._completions(state, sp, cut)
 
     def _check_stop_strings(self, state, sp, cut, done):

@@ -127,6 +127,27 @@ def test_jax_backend_runs_a_tiny_model(tmp_path, tiny_hf):
     assert recs[0]["trajectory"]["status"] in ("ok", "failed", "turn_limit")
 
 
+def test_prefix_reuse_leaves_the_records_as_a_fresh_prefill_gives_them(
+    tmp_path, tiny_hf
+):
+    """Each call after a case batch's first reuses the cache of the previous one
+    (the turn's earlier calls, the system prompt of other cases): the records
+    must be those of prefilling every prompt whole."""
+    trajectories = []
+    for flag in ([], ["--no-prefix-reuse"]):
+        out = tmp_path / ("off" if flag else "on")
+        argv = ["--suite", "t1", "--model", str(tiny_hf), "--limit", "4"]
+        argv += ["--batch-size", "2", "--max-new-tokens", "24", "--no-progress"]
+        assert eval_cli.main([*argv, *flag, "--out", str(out)]) == 0
+        recs = read_records(out / "t1" / "records.jsonl")
+        trajectories.append([r["trajectory"]["messages"] for r in recs])
+    assert trajectories[0] == trajectories[1]
+    calls = sum(
+        len([m for m in t if m["role"] == "assistant"]) for t in trajectories[0]
+    )
+    assert calls > 4  # later calls exist, so something was reused
+
+
 def test_limits_per_suite_and_the_world_presentation(tmp_path):
     import argparse
 

@@ -71,3 +71,36 @@ def test_embedded_replay_reports_every_metric(
     assert "| embedded" in table and "cover answered turns only" in table
     low = any(r["summary"]["reply_rate"] < 0.95 for r in result["runs"])
     assert ("(!)" in table) == low
+
+
+def test_prefix_reuse_serves_later_calls_from_the_cache_with_the_same_turns(
+    tiny_model, qwen_tokenizer, small_trace, tmp_path
+):
+    jobs = trace_jobs(read_trace(small_trace))[:3]
+    runs = {}
+    for reuse in (True, False):
+        opts = ReplayOptions(max_new_tokens=8, prefix_reuse=reuse)
+        out = replay(
+            jobs,
+            "embedded",
+            (tiny_model, qwen_tokenizer),
+            tmp_path / str(reuse),
+            concurrency=(1,),
+            opts=opts,
+        )
+        runs[reuse] = out["runs"][0]
+    on, off = runs[True], runs[False]
+    assert off["summary"]["cached_tokens"] == 0
+    assert off["summary"]["prefix_cache_hit_rate"] == 0.0
+    s = on["summary"]
+    assert s["prompt_tokens"] == off["summary"]["prompt_tokens"] > 0
+    assert 0.5 < s["prefix_cache_hit_rate"] == s["cached_tokens"] / s["prompt_tokens"]
+    calls = [c for t in on["turns"] for c in t["calls"]]
+    assert calls[0]["cached_tokens"] == 0  # nothing kept before the first call
+    assert all(c["cached_tokens"] > 0 for c in calls[1:])
+    # same turns: statuses, replies and every call's output tokens
+    for a, b in zip(on["turns"], off["turns"], strict=True):
+        assert (a["status"], a.get("reply")) == (b["status"], b.get("reply"))
+        assert [c["new_tokens"] for c in a["calls"]] == [
+            c["new_tokens"] for c in b["calls"]
+        ]

@@ -6,19 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hat_jax.models import ModelConfig, build_model
-from tests.tiny_configs import tiny_hybrid
+from hat_jax.models import build_model
+from tests.tiny_configs import tiny_dense, tiny_hybrid
 
-DENSE = ModelConfig(
-    model_type="qwen3",
-    vocab_size=101,
-    hidden_size=48,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=6,
-    num_key_value_heads=2,
-    head_dim=16,
-)
+DENSE = tiny_dense()
 HYBRID = tiny_hybrid()
 
 
@@ -46,3 +37,21 @@ def test_prefill_flag_equals_attention_over_cache_slots(cfg):
                 np.testing.assert_allclose(b_[i, :n], a[i, :n], atol=2e-5, rtol=1e-5)
         else:  # DeltaNet state (padded steps are skipped in both)
             np.testing.assert_allclose(b_, a, atol=2e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cfg", [DENSE, HYBRID], ids=["qwen3", "qwen3_5_moe"])
+def test_a_call_as_long_as_the_cache_continues_it(cfg):
+    """A cached prefix of 4 tokens, then a right-padded call of T = S = 16 tokens
+    (8 real) at positions 4..19: attention must read the cache's slots, not only
+    this call's keys (it did not when T equalled the slots)."""
+    model = build_model(cfg, seed=2)
+    slots, n, real = 16, 4, 8
+    seq = jnp.asarray(np.random.default_rng(1).integers(1, 100, (1, n + real)))
+    cache = model.init_cache(1, slots)
+    _, cache, _ = model.hidden_states(seq[:, :n], cache=cache, prefill=True)
+    rest = jnp.zeros((1, slots), jnp.int32).at[:, :real].set(seq[:, n:])
+    positions = n + jnp.arange(slots, dtype=jnp.int32)[None]
+    mask = jnp.arange(slots)[None] < real
+    h, _, _ = model.hidden_states(rest, positions, mask, cache=cache)
+    full, _, _ = model.hidden_states(seq)
+    np.testing.assert_allclose(h[0, :real], full[0, n:], atol=2e-5, rtol=1e-5)

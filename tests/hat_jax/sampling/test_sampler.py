@@ -6,19 +6,11 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from hat_jax.models import ModelConfig, build_model
+from hat_jax.models import build_model
 from hat_jax.sampling import Sampler, SamplingParams, sample_token
+from tests.tiny_configs import tiny_dense
 
-CFG = ModelConfig(
-    model_type="qwen3",
-    vocab_size=101,
-    hidden_size=48,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=6,
-    num_key_value_heads=2,
-    head_dim=16,
-)
+CFG = tiny_dense()
 PROMPTS = [[5, 17, 3, 9, 44, 2, 71], [8], [60, 61, 62, 63]]
 
 

@@ -5,22 +5,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hat_jax.models import ModelConfig, build_model
+from hat_jax.models import build_model
 from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
-from tests.tiny_configs import tiny_hybrid
+from tests.tiny_configs import tiny_dense, tiny_hybrid
 
 V = 101
-CFG = ModelConfig(
-    model_type="qwen3",
-    vocab_size=V,
-    hidden_size=48,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=6,
-    num_key_value_heads=2,
-    head_dim=16,
-    mtp_num_hidden_layers=1,
-)
+CFG = tiny_dense(vocab_size=V, mtp_num_hidden_layers=1)
 _rng = np.random.default_rng(0)
 PROMPTS = [_rng.integers(1, V, size=_rng.integers(1, 30)).tolist() for _ in range(20)]
 NEW = 20
