@@ -86,19 +86,23 @@ def fused_attention(
     allowed: Bool[Array, "B T S"],
     *,
     q_block: int = Q_BLOCK,
+    causal: bool = True,
 ) -> Float[Array, "B T N H"]:
     """Grouped-query attention with a float32 softmax and a hand-written VJP.
 
     Equal to `hat_jax.models.layers.dot_product_attention` (tested, values and
-    gradients); use it when there is no KV cache to write.
+    gradients).
 
     Args:
-      q, k, v: queries and keys/values (S = T).
-      allowed: which keys each query sees; must be causal (no key after its query),
-        as every cache-free mask is, when `q_block` is set.
-      q_block: if > 0 and < T, queries go in blocks of this many positions and
-        block i only scores keys [0, end of block i): about (n+1)/2n of the work
-        for n blocks, skipping the all-masked upper triangle; 0 = one block.
+      q, k, v: queries and keys/values; S = T unless `causal` is False.
+      allowed: which keys each query sees; with `causal` (keys are this call's
+        tokens) it must be causal by index (no key after its query).
+      q_block: if > 0 and < T, queries go in blocks of this many positions. With
+        `causal`, block i only scores keys [0, end of block i): about (n+1)/2n of
+        the work for n blocks, skipping the all-masked upper triangle; without,
+        every block scores all S keys (a cache whose slots hold positions); 0 =
+        one block.
+      causal: keys are this call's tokens, key j at query index j.
     """
     b, t, n, h = q.shape
     kv = k.shape[2]
@@ -108,10 +112,11 @@ def fused_attention(
     kh, vh = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, K, S, H]
     step = q_block if 0 < q_block < t else t
     outs = []
-    for lo in range(0, t, step):  # static blocks: [lo, hi) queries, keys [0, hi)
+    for lo in range(0, t, step):  # static blocks: [lo, hi) queries, keys [0, end)
         hi = min(lo + step, t)
+        end = hi if causal else kh.shape[2]
         rows = qh[:, :, :, lo:hi].reshape(b, kv, g * (hi - lo), h)
-        o = _attend(rows, kh[:, :, :hi], vh[:, :, :hi], allowed[:, lo:hi, :hi], g)
+        o = _attend(rows, kh[:, :, :end], vh[:, :, :end], allowed[:, lo:hi, :end], g)
         outs.append(o.reshape(b, kv, g, hi - lo, h))
     o = outs[0] if len(outs) == 1 else jnp.concatenate(outs, axis=3)
     return o.transpose(0, 3, 1, 2, 4).reshape(b, t, n, h)  # [B, T, N, H]

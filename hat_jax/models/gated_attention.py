@@ -17,12 +17,11 @@ import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import Array, Float
 
-from hat_jax.models.attention_ops import fused_attention
 from hat_jax.models.config import ModelConfig
 from hat_jax.models.layers import (
     _linear,
     apply_rope,
-    dot_product_attention,
+    attend,
     write_cache,
 )
 from hat_jax.models.norms import ZeroCenteredRMSNorm
@@ -80,12 +79,6 @@ class GatedAttention(nnx.Module):
                 write_cache(cache[0], k, positions),
                 write_cache(cache[1], v, positions),
             )
-        if cache is None or allowed.shape[-1] != cache[0].shape[1]:
-            # keys are this call's: training, a fresh prefill (`allowed` [B, T, T])
-            out = fused_attention(q, k, v, allowed)
-        else:  # keys are the cache's slots: decoding, drafts, a cached prefix
-            out = dot_product_attention(
-                q, cache[0].astype(q.dtype), cache[1].astype(q.dtype), allowed
-            )
+        out = attend(q, k, v, allowed, cache)
         out = out.reshape(b, t, n * h) * jax.nn.sigmoid(gate)
         return self.o_proj(out), cache

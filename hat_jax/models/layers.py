@@ -148,6 +148,25 @@ def dot_product_attention(
     return out.reshape(b, t, n, h)
 
 
+# Calls of at least this many queries over a cache (a prefill after a cached
+# prefix) run the fused kernel in query blocks; fewer (decoding, MTP drafts) the
+# einsum, which reads the cache in place instead of transposing it.
+FUSED_MIN_QUERIES = 32
+
+
+def attend(q, k, v, allowed, cache) -> Float[Array, "B T N H"]:
+    """Attention of one layer's queries [B, T, N, H]: over this call's keys `k`,
+    `v` [B, T, K, H] (training, a fresh prefill: `allowed` [B, T, T]), or over
+    the `cache` slots (k, v) [B, S, K, H] when `allowed` [B, T, S] spans them."""
+    t = q.shape[1]
+    if cache is None or allowed.shape[-1] != cache[0].shape[1]:
+        return fused_attention(q, k, v, allowed)
+    kc, vc = cache[0].astype(q.dtype), cache[1].astype(q.dtype)
+    if t >= FUSED_MIN_QUERIES:
+        return fused_attention(q, kc, vc, allowed, causal=False)
+    return dot_product_attention(q, kc, vc, allowed)
+
+
 def write_cache(
     cache: Float[Array, "B S K H"], new: Float[Array, "B T K H"], positions
 ) -> Float[Array, "B S K H"]:
@@ -204,13 +223,7 @@ class Attention(nnx.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if kv is not None:
             kv = (write_cache(kv[0], k, positions), write_cache(kv[1], v, positions))
-        if kv is None or allowed.shape[-1] != kv[0].shape[1]:
-            # keys are this call's: training, a fresh prefill (`allowed` [B, T, T])
-            out = fused_attention(q, k, v, allowed)
-        else:  # keys are the cache's slots: decoding, drafts, a cached prefix
-            out = dot_product_attention(
-                q, kv[0].astype(q.dtype), kv[1].astype(q.dtype), allowed
-            )
+        out = attend(q, k, v, allowed, kv)
         return self.o_proj(out.reshape(b, t, -1)), kv
 
 

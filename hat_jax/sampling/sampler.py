@@ -316,12 +316,17 @@ class Sampler:
         reuse = np.zeros(b, np.int32)
         if self.prefix_reuse and self._kept is not None:
             src, reuse = prefix.plan(prompts, self._kept)
+            t = _bucket(int((lengths - reuse).max()), 32)
+            # The suffix attends to all its slots where a fresh prefill skips the
+            # upper triangle: worth it when the batch's longest suffix is at most
+            # half the padded prompt (then no part costs more than fresh).
+            if 2 * t > plen:
+                reuse[:] = 0
         if reuse.any():
             cache = prefix.gather(
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
             )
-            self._kept = None  # its buffers may go with the donated cache
-            t = _bucket(int((lengths - reuse).max()), 32)
+            self._kept = None  # the new call's cache replaces it
             tokens = np.full((b, t), pad, np.int32)
             for i, p in enumerate(prompts):
                 tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]

@@ -40,11 +40,11 @@ def test_a_turn_of_calls_equals_fresh_prefills(pair):
     assert reuse.last_call.reused_tokens == 0
     # Next call: rows reordered, one dropped, one new; each continues its
     # conversation with the generated tokens and a tool result.
-    new = [100] + list(rng.integers(3, 100, 40))  # token 100: shares nothing
+    new = [100] + list(rng.integers(3, 100, 20))  # token 100: shares nothing
     second = [
         first[2] + out[2].tokens + [5, 6, 7],
         new,
-        first[0] + out[0].tokens + list(rng.integers(3, 100, 30)),
+        first[0] + out[0].tokens + list(rng.integers(3, 100, 10)),
     ]
     _same(reuse.generate(second, SP), fresh.generate(second, SP))
     if kind == "qwen3":  # every fed token: the prompt and all but the last output
@@ -55,17 +55,33 @@ def test_a_turn_of_calls_equals_fresh_prefills(pair):
     assert reuse.last_call.prompt_tokens == sum(map(len, second))
 
 
-def test_a_suffix_as_long_as_the_cache_reads_the_cached_prefix(pair):
-    """A fresh row fills the call's padded length (T = the gathered cache's slots)
-    beside a continued row: the continued row must still see its prefix."""
+def test_a_call_whose_suffix_would_cost_more_runs_fresh(pair):
+    """The batch's longest suffix (a new row) is more than half the padded prompt:
+    prefilling it over every slot would cost more than a fresh prefill."""
     _, reuse, fresh = pair
     rng = np.random.default_rng(1)
     first = _prompts(rng, 40)
     out = reuse.generate(first, SP)
     fresh.generate(first, SP)
-    second = [first[0] + out[0].tokens + [7, 8], [100] + list(rng.integers(3, 100, 99))]
+    second = [first[0] + out[0].tokens + [7, 8], [100] + list(rng.integers(3, 100, 79))]
     _same(reuse.generate(second, SP), fresh.generate(second, SP))
+    assert reuse.last_call.reused_tokens == 0  # 80 new tokens > 128 / 2
+    third = [second[1] + [5, 6], second[0] + [9] * 10]  # both continue: reused
+    _same(reuse.generate(third, SP), fresh.generate(third, SP))
     assert reuse.last_call.reused_tokens > 0
+
+
+def test_a_long_suffix_runs_the_fused_kernel_over_the_cache():
+    """A suffix of >= FUSED_MIN_QUERIES queries over the cached slots (query
+    blocks of 32 over all keys) against fresh prefills."""
+    model = build_model(CONFIGS["qwen3"], seed=3)
+    sampler, fresh = Sampler(model, prefix_reuse=True), Sampler(model)
+    rng = np.random.default_rng(4)
+    first = _prompts(rng, 150, 90)
+    out = sampler.generate(first, SP)
+    second = [first[0] + out[0].tokens + list(rng.integers(3, 100, 70)), first[1]]
+    _same(sampler.generate(second, SP), fresh.generate(second, SP))
+    assert sampler.last_call.reused == (150 + len(out[0].tokens) - 1, 89)
 
 
 def test_new_weights_drop_the_kept_cache():
