@@ -34,7 +34,7 @@ chat: $(STAMP) assets
 	$(BIN)/hat chat
 
 bench: $(STAMP) assets
-	$(BIN)/python benchmarks/decode.py
+	$(BIN)/python benchmarks/decode.py --compile
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/mtp_decode.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4

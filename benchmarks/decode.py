@@ -1,11 +1,23 @@
 """Prefill and decode speed: our JAX sampler vs transformers (torch CPU), SmolLM2-135M.
 
-Runs are interleaved (ours, HF fp32, HF bf16, repeat) so machine drift hits all
-alike; medians are reported with the ratio ours / HF in one table, and written as
+Rows: ours (fp32), transformers `generate` with its default dynamic cache (fp32,
+bf16), with a static cache (fp32: preallocated, as ours), and with a static cache
+under `torch.compile` (fp32; `--compile`, reported as an error where the compiler
+fails). Runs are interleaved (every system, repeat) so machine drift hits all
+alike; medians are reported with the ratio ours / this in one table, and written as
 JSON. Decode tokens/s = batch * (N - 1) / (t(generate N) - t(generate 1)): the
 prefill and first token cancel out. Prefill tokens/s = batch * P / t(generate 1).
 
-    python benchmarks/decode.py [--reps 3] [--new 64] [--prompt-len 128]
+The physical limit, measured in the same run: batch-1 decode reads every weight
+once a step (the tied embedding once, as the LM head), so steps/s <= memory
+bandwidth / weight bytes. Bandwidth is the best of a numpy copy (read + write
+bytes, one thread) and a jitted fp32 matrix-vector product over a 512 MB matrix
+(the decode pattern, all threads); `roofline_frac` = measured B1 decode / that
+limit. Beside it, the rate XLA reaches on a stack of the model's MLPs at batch 1
+(chained small GEMVs, no attention): where our decode sits against what XLA does
+with this shape. The CPU model and the fp32 matmul rate are recorded too.
+
+    python benchmarks/decode.py [--reps 3] [--new 64] [--prompt-len 128] [--compile]
         [--out benchmarks/results/decode.json]
 """
 
@@ -25,6 +37,7 @@ import transformers
 
 from hat_jax import assets
 from hat_jax.checkpoints.gguf import load_gguf
+from hat_jax.cli.env_cmd import cpu_model
 from hat_jax.sampling import Sampler, SamplingParams
 
 
@@ -37,7 +50,9 @@ def _ours(model, tok):
     return run
 
 
-def _hf(model):
+def _hf(model, **kw):
+    """transformers' greedy `generate`; `kw`: e.g. a static cache, a compile config."""
+
     def run(prompts, n):
         ids = torch.tensor(prompts)
         with torch.no_grad():
@@ -49,9 +64,65 @@ def _hf(model):
                 do_sample=False,
                 eos_token_id=None,
                 pad_token_id=0,
+                **kw,
             )
 
     return run
+
+
+def bandwidth_gbs() -> dict[str, float]:
+    """Memory bandwidth (GB/s): numpy copy (read + write) and a jitted GEMV."""
+    import jax
+    import jax.numpy as jnp
+
+    src = np.ones(64 * 2**20, np.float32)  # 256 MB
+    dst = np.empty_like(src)
+    copy = min(_time(lambda *_: np.copyto(dst, src), None, 0) for _ in range(5))
+    mat = jnp.ones((32768, 4096), jnp.float32)  # 512 MB
+    vec = jnp.ones((4096,), jnp.float32)
+    f = jax.jit(lambda m, v: m @ v)
+    f(mat, vec).block_until_ready()
+    gemv = min(
+        _time(lambda *_: f(mat, vec).block_until_ready(), None, 0) for _ in range(5)
+    )
+    return {"copy": 2 * src.nbytes / copy / 1e9, "gemv": mat.nbytes / gemv / 1e9}
+
+
+def stack_gbs(cfg) -> float:
+    """GB/s XLA reaches on a decoder-shaped stack of small GEMVs: the model's
+    L SwiGLU MLPs at batch 1 in one jitted function (weights ~0.001, so the
+    values stay finite), best of 10. What chained [1, D] x [D, F] products get
+    through XLA:CPU, beside one large GEMV's rate above."""
+    import jax
+    import jax.numpy as jnp
+
+    d, f = cfg.hidden_size, cfg.intermediate_size
+    ws = [jnp.full((d, f), 1e-3, jnp.float32) for _ in range(3 * cfg.num_hidden_layers)]
+
+    def run(x, ws):
+        for i in range(0, len(ws), 3):
+            x = x + (jax.nn.silu(x @ ws[i]) * (x @ ws[i + 1])) @ ws[i + 2].T
+        return x
+
+    fn = jax.jit(run)
+    x = jnp.ones((1, d), jnp.float32)
+    fn(x, ws).block_until_ready()
+    best = min(
+        _time(lambda *_: fn(x, ws).block_until_ready(), None, 0) for _ in range(10)
+    )
+    return sum(w.nbytes for w in ws) / best / 1e9
+
+
+def matmul_gflops(n: int = 1024) -> float:
+    """fp32 matmul rate through XLA (best of 5)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    f(a).block_until_ready()
+    best = min(_time(lambda *_: f(a).block_until_ready(), None, 0) for _ in range(5))
+    return 2 * n**3 / best / 1e9
 
 
 def _time(fn, prompts, n) -> float:
@@ -66,6 +137,9 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=64, help="new tokens per decode run")
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--batches", default="1,8")
+    ap.add_argument(
+        "--compile", action="store_true", help="add HF static cache + torch.compile"
+    )
     ap.add_argument("--out", default="benchmarks/results/decode.json")
     args = ap.parse_args()
 
@@ -77,11 +151,23 @@ def main() -> None:
     hf16 = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, dtype=torch.bfloat16
     ).eval()
+    static = {"cache_implementation": "static"}
     systems = {
         "jax fp32 (ours)": _ours(model, tok),
         "hf fp32": _hf(hf32),
         "hf bf16": _hf(hf16),
+        "hf fp32 static": _hf(hf32, **static),
     }
+    errors = {}
+    if args.compile:
+        cc = transformers.CompileConfig(fullgraph=False, mode="default")
+        cc._compile_all_devices = True  # transformers compiles on GPUs only otherwise
+        compiled = _hf(hf32, **static, compile_config=cc)
+        try:
+            compiled([[100] * args.prompt_len], 2)
+            systems["hf fp32 static compiled"] = compiled
+        except Exception as e:  # the compiler's failure is a result
+            errors["hf fp32 static compiled"] = f"{type(e).__name__}: {e}"[:500]
 
     rng = np.random.default_rng(0)
     rows = []
@@ -105,29 +191,57 @@ def main() -> None:
                     "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
                 }
             )
+    bw = bandwidth_gbs()
+    weight_bytes = sum(p.numel() * 4 for p in hf32.parameters())  # fp32, tied once
+    limit_b1 = max(bw.values()) * 1e9 / weight_bytes  # tokens/s at batch 1
+    stack = stack_gbs(model.config)
+    for r in rows:
+        if r["batch"] == 1 and "fp32" in r["system"]:
+            r["roofline_frac"] = r["decode_tok_s"] / limit_b1
+            r["weight_gbs"] = r["decode_tok_s"] * weight_bytes / 1e9
     ours = {r["batch"]: r for r in rows if r["system"].endswith("(ours)")}
     for r in rows:
         o = ours[r["batch"]]
         r["ours_over_this_prefill"] = o["prefill_tok_s"] / r["prefill_tok_s"]
         r["ours_over_this_decode"] = o["decode_tok_s"] / r["decode_tok_s"]
 
+    gflops = matmul_gflops()
     print(
         f"\nSmolLM2-135M-Instruct, prompt {args.prompt_len}, {args.new} new tokens, "
-        f"median of {args.reps} interleaved runs"
+        f"median of {args.reps} interleaved runs; {cpu_model()}, {os.cpu_count()} "
+        f"cpus; bandwidth copy {bw['copy']:.1f} / GEMV {bw['gemv']:.1f} GB/s, "
+        f"{weight_bytes / 1e6:.0f} MB of fp32 weights -> B1 decode limit "
+        f"{limit_b1:.1f} tok/s; fp32 matmul {gflops:.0f} GFLOP/s; XLA on the "
+        f"model's MLP stack at batch 1: {stack:.1f} GB/s"
     )
-    head = f"{'system':16s} {'batch':>5s} {'prefill tok/s':>14s} {'decode tok/s':>13s}"
-    print(head + f" {'ours/this prefill':>18s} {'ours/this decode':>17s}")
+    head = f"{'system':24s} {'batch':>5s} {'prefill tok/s':>14s} {'decode tok/s':>13s}"
+    print(
+        head + f" {'ours/this prefill':>18s} {'ours/this decode':>17s} {'roofline':>9s}"
+    )
     for r in rows:
+        frac = f"{r['roofline_frac']:.2f}" if "roofline_frac" in r else "-"
         print(
-            f"{r['system']:16s} {r['batch']:5d} {r['prefill_tok_s']:14.1f} "
+            f"{r['system']:24s} {r['batch']:5d} {r['prefill_tok_s']:14.1f} "
             f"{r['decode_tok_s']:13.1f} {r['ours_over_this_prefill']:18.2f} "
-            f"{r['ours_over_this_decode']:17.2f}"
+            f"{r['ours_over_this_decode']:17.2f} {frac:>9s}"
         )
+    for r in rows:
+        if "weight_gbs" in r:
+            print(f"{r['system']} B1 streams weights at {r['weight_gbs']:.1f} GB/s")
+    for name, err in errors.items():
+        print(f"{name}: not measured ({err})")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
+        "cpu": cpu_model(),
+        "bandwidth_gbs": bw,
+        "fp32_matmul_gflops": gflops,
+        "weight_bytes": weight_bytes,
+        "b1_decode_limit_tok_s": limit_b1,
+        "xla_mlp_stack_gbs": stack,
+        "errors": errors,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "args": vars(args),
