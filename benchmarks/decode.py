@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from limits import bandwidth_gbs, best_seconds, matmul_gflops
 
 from hat_jax import assets
 from hat_jax.checkpoints.gguf import load_gguf
@@ -70,24 +71,6 @@ def _hf(model, **kw):
     return run
 
 
-def bandwidth_gbs() -> dict[str, float]:
-    """Memory bandwidth (GB/s): numpy copy (read + write) and a jitted GEMV."""
-    import jax
-    import jax.numpy as jnp
-
-    src = np.ones(64 * 2**20, np.float32)  # 256 MB
-    dst = np.empty_like(src)
-    copy = min(_time(lambda *_: np.copyto(dst, src), None, 0) for _ in range(5))
-    mat = jnp.ones((32768, 4096), jnp.float32)  # 512 MB
-    vec = jnp.ones((4096,), jnp.float32)
-    f = jax.jit(lambda m, v: m @ v)
-    f(mat, vec).block_until_ready()
-    gemv = min(
-        _time(lambda *_: f(mat, vec).block_until_ready(), None, 0) for _ in range(5)
-    )
-    return {"copy": 2 * src.nbytes / copy / 1e9, "gemv": mat.nbytes / gemv / 1e9}
-
-
 def stack_gbs(cfg) -> float:
     """GB/s XLA reaches on a decoder-shaped stack of small GEMVs: the model's
     L SwiGLU MLPs at batch 1 in one jitted function (weights ~0.001, so the
@@ -107,22 +90,8 @@ def stack_gbs(cfg) -> float:
     fn = jax.jit(run)
     x = jnp.ones((1, d), jnp.float32)
     fn(x, ws).block_until_ready()
-    best = min(
-        _time(lambda *_: fn(x, ws).block_until_ready(), None, 0) for _ in range(10)
-    )
+    best = best_seconds(lambda: fn(x, ws).block_until_ready(), 10)
     return sum(w.nbytes for w in ws) / best / 1e9
-
-
-def matmul_gflops(n: int = 1024) -> float:
-    """fp32 matmul rate through XLA (best of 5)."""
-    import jax
-    import jax.numpy as jnp
-
-    a = jnp.ones((n, n), jnp.float32)
-    f = jax.jit(lambda x: x @ x)
-    f(a).block_until_ready()
-    best = min(_time(lambda *_: f(a).block_until_ready(), None, 0) for _ in range(5))
-    return 2 * n**3 / best / 1e9
 
 
 def _time(fn, prompts, n) -> float:

@@ -33,9 +33,8 @@ import os
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+from limits import matmul_gflops
 
 from hat_jax.cli.env_cmd import cpu_model
 from hat_jax.eval.backends import load_jax_model
@@ -64,19 +63,6 @@ def schedule(cases, batch: int) -> list[tuple[list[int], list[list[int]]]]:
             live = [i for i in ids if k < len(cases[i])]
             calls.append((live, [cases[i][k] for i in live]))
     return calls
-
-
-def matmul_gflops(n: int = 1024, reps: int = 5) -> float:
-    """The fp32 matmul rate of this machine through XLA (best of `reps`)."""
-    f = jax.jit(lambda a, b: a @ b)
-    a = jnp.ones((n, n), jnp.float32)
-    f(a, a).block_until_ready()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f(a, a).block_until_ready()
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best / 1e9
 
 
 def prefill_flops(cfg, tokens: int, context: int) -> float:

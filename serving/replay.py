@@ -31,6 +31,7 @@ from serving import metrics, prom
 from serving.cases import Job
 from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
 from serving.schedule import TurnRecord, run_real, run_virtual
+from serving.toollatency import ToolLatency
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +48,11 @@ class ReplayOptions:
         (None: ``HAT_API_KEY`` if set); the name is kept, never the key.
       prefix_reuse: embedded, without MTP: each call reuses the cache of the
         prefix it shares with the previous call (as vLLM's prefix caching).
+      closed_loop: ``concurrency`` clients each send their next message when
+        the last is answered (the trace's times unused; ``serving.schedule``).
+      tool_latency_ms, tool_latency_sigma: a modelled delay per backend tool
+        call, lognormal with this median and log-sd (``serving.toollatency``);
+        0 ms: none (the simulator's tools answer at once).
     """
 
     max_new_tokens: int = 128
@@ -56,6 +62,9 @@ class ReplayOptions:
     label: str = ""
     api_key_env: str | None = None
     prefix_reuse: bool = True
+    closed_loop: bool = False
+    tool_latency_ms: float = 0.0
+    tool_latency_sigma: float = 0.0
 
     def __post_init__(self):
         if self.max_new_tokens < 1 or self.mtp_k < 0:
@@ -67,6 +76,13 @@ class ReplayOptions:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value}")
+        self.tool_latency()  # its own range checks
+
+    def tool_latency(self) -> ToolLatency | None:
+        """The modelled tool latency, or None when there is none."""
+        if self.tool_latency_ms == 0:
+            return None
+        return ToolLatency(self.tool_latency_ms / 1000, self.tool_latency_sigma)
 
 
 def _embedded(target, opts: ReplayOptions):
@@ -89,7 +105,14 @@ def _embedded(target, opts: ReplayOptions):
     )
 
     def runner(jobs, backend, concurrency):
-        return run_virtual(jobs, policy, backend, concurrency=concurrency)
+        return run_virtual(
+            jobs,
+            policy,
+            backend,
+            concurrency=concurrency,
+            closed=opts.closed_loop,
+            tool_latency=opts.tool_latency(),
+        )
 
     return policy, runner, None
 
@@ -106,7 +129,13 @@ def _endpoint(url: str, opts: ReplayOptions):
 
     def runner(jobs, backend, concurrency):
         return run_real(
-            jobs, policy, backend, concurrency=concurrency, time_scale=opts.time_scale
+            jobs,
+            policy,
+            backend,
+            concurrency=concurrency,
+            time_scale=opts.time_scale,
+            closed=opts.closed_loop,
+            tool_latency=opts.tool_latency(),
         )
 
     return policy, runner, lambda: prom.read_spec(url)
@@ -193,6 +222,16 @@ def replay(
         "runs": runs,
     }
     write_text_atomic(out / "replay.json", json.dumps(result, indent=1, default=float))
-    write_text_atomic(out / "replay.md", metrics.markdown_table(rows))
+    lat = opts.tool_latency()
+    workload = (
+        "Arrivals: "
+        + ("closed loop (each client sends when answered)" if opts.closed_loop
+           else "the trace's times (open loop)")
+        + "; tool calls: "
+        + (f"modelled lognormal latency, median {lat.median_s * 1000:g} ms, "
+           f"sigma {lat.sigma:g}" if lat else "simulator, no modelled latency")
+        + ".\n\n"
+    )  # fmt: skip
+    write_text_atomic(out / "replay.md", workload + metrics.markdown_table(rows))
     metrics.plot_cdf(curves, out / "latency_cdf.png")
     return result

@@ -46,6 +46,24 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--max-new-tokens", type=count(1), default=128)
     p.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="each concurrency level is that many clients sending their next "
+        "message when the last is answered (default: the trace's arrival times)",
+    )
+    p.add_argument(
+        "--tool-latency-ms",
+        type=finite(0, 60000),
+        default=0.0,
+        help="modelled median latency of each tool call (default 0: none)",
+    )
+    p.add_argument(
+        "--tool-latency-sigma",
+        type=finite(0, 60),
+        default=0.0,
+        help="log-sd of the lognormal tool latency (0: the median every call)",
+    )
+    p.add_argument(
         "--no-prefix-reuse",
         action="store_true",
         help="embedded: prefill every call's prompt whole (default: reuse the "
@@ -93,6 +111,9 @@ def run(args) -> int:
         label=args.label,
         api_key_env=args.api_key_env,
         prefix_reuse=not args.no_prefix_reuse,
+        closed_loop=args.closed_loop,
+        tool_latency_ms=args.tool_latency_ms,
+        tool_latency_sigma=args.tool_latency_sigma,
     )
     if args.api_key_env and not args.endpoint:
         print("--api-key-env needs --endpoint", file=sys.stderr)

@@ -19,6 +19,14 @@ and that wait is part of its latency.
   arrival (``time_scale`` compresses the trace), and in-flight turns call the
   endpoint from their own threads (the server batches).
 
+Arrivals: the trace's times (open loop), or ``closed=True``: a fixed number of
+clients (``concurrency``), each sending its next message when its last one is
+answered, as ``vllm bench serve --max-concurrency`` with every request ready at
+once; a message's arrival is then when a client sends it (no queueing).
+
+``tool_latency`` (``serving.toollatency``) charges every backend tool call a
+modelled delay (counted in ``tools_s`` and ``tool_delay_s``).
+
 A turn whose model call raises is recorded with status ``"error"`` (or
 ``"timeout"``) and its message; nothing stops the replay.
 """
@@ -37,6 +45,7 @@ from typing import Any
 from hat_jax.harness import run_turn
 from serving.cases import Job
 from serving.policies import CallStats, PolicyTimeout
+from serving.toollatency import TimedBackend, ToolLatency
 
 
 @dataclasses.dataclass
@@ -55,6 +64,8 @@ class TurnRecord:
     tools_s: float = 0.0
     hooks_s: float = 0.0
     first_token: float | None = None  # clock time of the turn's first token
+    tool_calls: int = 0  # backend tool calls (load_skill is the loop's own)
+    tool_delay_s: float = 0.0  # their modelled latency, inside tools_s
     calls: list[CallStats] = dataclasses.field(default_factory=list)
 
     @property
@@ -68,13 +79,34 @@ class TurnRecord:
 
 def _finish_ok(rec: TurnRecord, traj) -> None:
     rec.status, rec.reply = traj.status, traj.reply
-    rec.tools_s = traj.timings.get("tools", 0.0)
+    rec.tools_s = traj.timings.get("tools", 0.0) + rec.tool_delay_s
     rec.hooks_s = traj.timings.get("hooks", 0.0)
+
+
+def _tools(backend, latency: ToolLatency | None, rec: TurnRecord, wait):
+    """``backend`` with each call's modelled delay noted in ``rec`` and passed to
+    ``wait`` (the virtual clock's charge, or a sleep); ``backend`` itself without."""
+    if latency is None:
+        return backend
+
+    def charge(seconds: float) -> None:
+        rec.tool_calls += 1
+        rec.tool_delay_s += seconds
+        wait(seconds)
+
+    return TimedBackend(backend, latency, rec.index, charge)
+
+
+def _closed(records: Sequence[TurnRecord]) -> None:
+    """Closed loop: a message arrives when its client sends it (a slot took it)."""
+    for r in records:
+        r.arrival = r.start
 
 
 def _fail(rec: TurnRecord, e: Exception) -> None:
     rec.status = "timeout" if isinstance(e, PolicyTimeout) else "error"
     rec.error = f"{type(e).__name__}: {e}"
+    rec.tools_s = rec.tool_delay_s  # the harness's own timings went with it
 
 
 # ---------------------------------------------------------------- virtual clock
@@ -93,9 +125,14 @@ class _VirtualTurn:
         self.sched, self.job, self.rec = sched, job, rec
         self.resume = rec.start  # clock time the host work resumed at
         self.cpu0 = 0.0
+        self.delay = 0.0  # modelled tool seconds since the host work resumed
+
+    def _wait(self, seconds: float) -> None:
+        self.delay += seconds
 
     def generate(self, conversations, *, fmt="qwen_xml", seed=None):
-        host = time.thread_time() - self.cpu0
+        host = time.thread_time() - self.cpu0 + self.delay
+        self.delay = 0.0
         s = self.sched
         with s.cond:
             p = _Pending(list(conversations), fmt, self.resume + host)
@@ -116,23 +153,25 @@ class _VirtualTurn:
 
     def body(self) -> None:
         self.cpu0 = time.thread_time()
+        s = self.sched
+        tools = _tools(s.backend, s.tool_latency, self.rec, self._wait)
         try:
-            traj = run_turn(
-                self.job.harness, self.job.request, self, self.sched.backend
-            )
+            traj = run_turn(self.job.harness, self.job.request, self, tools)
             _finish_ok(self.rec, traj)
         except Exception as e:  # counted per turn, never fatal
             _fail(self.rec, e)
         with self.sched.cond:
-            self.rec.end = self.resume + time.thread_time() - self.cpu0
+            host = time.thread_time() - self.cpu0 + self.delay
+            self.rec.end = self.resume + host
             self.sched.host.discard(self)
             self.sched.finished.append(self)
             self.sched.cond.notify_all()
 
 
 class _Virtual:
-    def __init__(self, policy, backend, concurrency: int):
+    def __init__(self, policy, backend, concurrency: int, tool_latency=None):
         self.policy, self.backend = policy, backend
+        self.tool_latency = tool_latency
         self.cond = threading.Condition()
         self.host: set[_VirtualTurn] = set()  # turns running host code
         self.pending: dict[_VirtualTurn, _Pending] = {}
@@ -140,7 +179,7 @@ class _Virtual:
         self.free = [0.0] * concurrency  # heap: when each slot frees up
 
     def start(self, job: Job, rec: TurnRecord) -> None:
-        rec.start = max(job.t, heapq.heappop(self.free))
+        rec.start = max(rec.arrival, heapq.heappop(self.free))
         turn = _VirtualTurn(self, job, rec)
         with self.cond:
             self.host.add(turn)
@@ -181,15 +220,22 @@ class _Virtual:
 
 
 def run_virtual(
-    jobs: Sequence[Job], policy, backend, *, concurrency: int
+    jobs: Sequence[Job],
+    policy,
+    backend,
+    *,
+    concurrency: int,
+    closed: bool = False,
+    tool_latency: ToolLatency | None = None,
 ) -> list[TurnRecord]:
     """Replays ``jobs`` on a virtual clock (module docstring)."""
-    s = _Virtual(policy, backend, concurrency)
-    records = [TurnRecord(j.index, j.message.session, j.t) for j in jobs]
+    s = _Virtual(policy, backend, concurrency, tool_latency)
+    times = [0.0 if closed else j.t for j in jobs]
+    records = [TurnRecord(j.index, j.message.session, t) for j, t in zip(jobs, times)]
     waiting: deque[int] = deque()
     now, nxt = 0.0, 0
     while True:
-        while nxt < len(jobs) and jobs[nxt].t <= now:
+        while nxt < len(jobs) and times[nxt] <= now:
             waiting.append(nxt)
             nxt += 1
         while waiting and len(s.free) > 0:
@@ -201,13 +247,15 @@ def run_virtual(
         if not s.pending:
             if nxt >= len(jobs) and not waiting:
                 break
-            now = max(now, jobs[nxt].t) if nxt < len(jobs) else now
+            now = max(now, times[nxt]) if nxt < len(jobs) else now
             continue
         at = max(now, min(p.ready for p in s.pending.values()))
-        if nxt < len(jobs) and jobs[nxt].t <= at and s.free:
-            now = jobs[nxt].t  # admit it first: it may join this batch
+        if nxt < len(jobs) and times[nxt] <= at and s.free:
+            now = times[nxt]  # admit it first: it may join this batch
             continue
         now = s.run_batch(at)
+    if closed:
+        _closed(records)
     return records
 
 
@@ -235,20 +283,22 @@ def run_real(
     *,
     concurrency: int,
     time_scale: float = 1.0,
+    closed: bool = False,
+    tool_latency: ToolLatency | None = None,
 ) -> list[TurnRecord]:
     """Replays ``jobs`` on the wall clock against an endpoint (module docstring).
 
     Arrival times are divided by ``time_scale``; reported times are wall seconds.
     """
-    records = [TurnRecord(j.index, j.message.session, j.t / time_scale) for j in jobs]
+    times = [0.0 if closed else j.t / time_scale for j in jobs]
+    records = [TurnRecord(j.index, j.message.session, t) for j, t in zip(jobs, times)]
     t0 = time.perf_counter()
 
     def one(job: Job, rec: TurnRecord) -> None:
         rec.start = time.perf_counter() - t0
+        tools = _tools(backend, tool_latency, rec, time.sleep)
         try:
-            traj = run_turn(
-                job.harness, job.request, _RealTurn(policy, rec, t0), backend
-            )
+            traj = run_turn(job.harness, job.request, _RealTurn(policy, rec, t0), tools)
             _finish_ok(rec, traj)
         except Exception as e:  # counted per turn, never fatal
             _fail(rec, e)
@@ -262,4 +312,6 @@ def run_real(
                 time.sleep(delay)
             futures.append(pool.submit(one, job, rec))
         concurrent.futures.wait(futures)
+    if closed:
+        _closed(records)
     return records
