@@ -77,9 +77,12 @@ class TurnRecord:
         return self.start - self.arrival
 
 
-def _finish_ok(rec: TurnRecord, traj) -> None:
+def _finish_ok(rec: TurnRecord, traj, *, virtual: bool) -> None:
+    """The turn's outcome. On the virtual clock the modelled tool delays were
+    charged, not slept, so they join the harness's measured tool time; on the
+    wall clock the harness timed the sleeps already."""
     rec.status, rec.reply = traj.status, traj.reply
-    rec.tools_s = traj.timings.get("tools", 0.0) + rec.tool_delay_s
+    rec.tools_s = traj.timings.get("tools", 0.0) + (rec.tool_delay_s if virtual else 0)
     rec.hooks_s = traj.timings.get("hooks", 0.0)
 
 
@@ -106,7 +109,7 @@ def _closed(records: Sequence[TurnRecord]) -> None:
 def _fail(rec: TurnRecord, e: Exception) -> None:
     rec.status = "timeout" if isinstance(e, PolicyTimeout) else "error"
     rec.error = f"{type(e).__name__}: {e}"
-    rec.tools_s = rec.tool_delay_s  # the harness's own timings went with it
+    rec.tools_s = rec.tool_delay_s  # at least (the harness's timings went with it)
 
 
 # ---------------------------------------------------------------- virtual clock
@@ -157,7 +160,7 @@ class _VirtualTurn:
         tools = _tools(s.backend, s.tool_latency, self.rec, self._wait)
         try:
             traj = run_turn(self.job.harness, self.job.request, self, tools)
-            _finish_ok(self.rec, traj)
+            _finish_ok(self.rec, traj, virtual=True)
         except Exception as e:  # counted per turn, never fatal
             _fail(self.rec, e)
         with self.sched.cond:
@@ -299,7 +302,7 @@ def run_real(
         tools = _tools(backend, tool_latency, rec, time.sleep)
         try:
             traj = run_turn(job.harness, job.request, _RealTurn(policy, rec, t0), tools)
-            _finish_ok(rec, traj)
+            _finish_ok(rec, traj, virtual=False)
         except Exception as e:  # counted per turn, never fatal
             _fail(rec, e)
         rec.end = time.perf_counter() - t0

@@ -59,7 +59,7 @@ def run(args) -> int:
     if tok is None:
         print(f"hat chat: error: {args.model} has no tokenizer.json", file=sys.stderr)
         return 1
-    sampler = Sampler(model, tok)
+    sampler = Sampler(model, tok, prefix_reuse=True)  # each turn extends the last
     sp = SamplingParams(
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,

@@ -322,6 +322,8 @@ class Sampler:
             # half the padded prompt (then no part costs more than fresh).
             if 2 * t > plen:
                 reuse[:] = 0
+        if not reuse.any():
+            self._kept = None  # not held beside the fresh cache
         if reuse.any():
             cache = prefix.gather(
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen

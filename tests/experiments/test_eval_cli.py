@@ -128,12 +128,22 @@ def test_jax_backend_runs_a_tiny_model(tmp_path, tiny_hf):
 
 
 def test_prefix_reuse_leaves_the_records_as_a_fresh_prefill_gives_them(
-    tmp_path, tiny_hf
+    tmp_path, tiny_hf, monkeypatch
 ):
     """Each call after a case batch's first reuses the cache of the previous one
     (the turn's earlier calls, the system prompt of other cases): the records
     must be those of prefilling every prompt whole."""
-    trajectories = []
+    from hat_jax.sampling.sampler import Sampler
+
+    reused, generate = [], Sampler.generate
+
+    def counting(self, *a, **kw):
+        out = generate(self, *a, **kw)
+        reused.append(self.last_call.reused_tokens)
+        return out
+
+    monkeypatch.setattr(Sampler, "generate", counting)
+    trajectories, counts = [], []
     for flag in ([], ["--no-prefix-reuse"]):
         out = tmp_path / ("off" if flag else "on")
         argv = ["--suite", "t1", "--model", str(tiny_hf), "--limit", "4"]
@@ -141,7 +151,10 @@ def test_prefix_reuse_leaves_the_records_as_a_fresh_prefill_gives_them(
         assert eval_cli.main([*argv, *flag, "--out", str(out)]) == 0
         recs = read_records(out / "t1" / "records.jsonl")
         trajectories.append([r["trajectory"]["messages"] for r in recs])
+        counts.append(sum(reused))
+        reused.clear()
     assert trajectories[0] == trajectories[1]
+    assert counts[0] > 0 and counts[1] == 0  # on by default, off with the flag
     calls = sum(
         len([m for m in t if m["role"] == "assistant"]) for t in trajectories[0]
     )

@@ -8,6 +8,7 @@ import pytest
 
 from hat_jax.harness import ScriptedPolicy
 from hat_jax.text.toolcall import render_tool_calls
+from serving import schedule
 from serving.cases import trace_jobs
 from serving.policies import CallStats
 from serving.schedule import run_virtual
@@ -59,7 +60,8 @@ def test_closed_loop_clients_send_when_answered(jobs):
     assert [r.arrival for r in recs] == [j.t for j in jobs]
 
 
-def test_tool_latency_advances_the_turns_clock(jobs):
+def test_tool_latency_advances_the_turns_clock(jobs, monkeypatch):
+    monkeypatch.setattr(schedule.time, "thread_time", lambda: 0.0)  # no host time
     lat = ToolLatency(median_s=0.5)
     base = run_virtual(jobs, FixedCost(), SimBackend(None, seed=0), concurrency=1)
     slow = run_virtual(
@@ -70,11 +72,32 @@ def test_tool_latency_advances_the_turns_clock(jobs):
         assert b.tool_calls >= 2 and b.tool_calls % 2 == 0  # two per model call
         assert b.tool_delay_s == pytest.approx(0.5 * b.tool_calls)
         assert b.tools_s >= b.tool_delay_s
-        # the same model calls, and the delay on the turn's own clock beside them
-        # (the rest is the host's CPU time: harness, hooks, tools)
+        # the same model calls, and the delay on the turn's clock beside them,
+        # charged once (host CPU time is frozen at 0 here)
         assert b.model_s == pytest.approx(a.model_s)
-        assert b.end - b.start >= b.model_s + b.tool_delay_s
+        assert b.end - b.start == pytest.approx(b.model_s + b.tool_delay_s)
+        assert a.end - a.start == pytest.approx(a.model_s)
     assert all(r.tool_calls == 0 and r.tool_delay_s == 0 for r in base)
+
+
+def test_wall_clock_sleeps_each_delay_and_counts_it_once(jobs, monkeypatch):
+    """run_real sleeps the delays inside the tool call, which the harness times:
+    its tools_s holds them already (here the sleep is recorded, not slept)."""
+    slept = []
+    monkeypatch.setattr(schedule.time, "sleep", slept.append)
+    recs = schedule.run_real(
+        jobs[:2],
+        FixedCost(),
+        SimBackend(None, seed=0),
+        concurrency=1,
+        closed=True,
+        tool_latency=ToolLatency(median_s=0.3),
+    )
+    assert slept == [0.3] * sum(r.tool_calls for r in recs) and slept
+    for r in recs:
+        assert r.tool_delay_s == pytest.approx(0.3 * r.tool_calls)
+        assert r.tools_s < r.tool_delay_s  # the harness's timing, not + delay
+        assert r.queue_s == 0
 
 
 def test_tool_latency_draws_are_lognormal_and_repeatable():

@@ -91,3 +91,21 @@ def test_fused_bf16_close_to_fp32():
     for a, b in zip(g16, g32, strict=True):
         scale = float(jnp.abs(b).max())
         np.testing.assert_allclose(a.astype(jnp.float32), b, atol=2e-2 * scale)
+
+
+@pytest.mark.parametrize("block", [0, 4, 7])
+def test_blocks_over_a_cache_see_every_slot(block):
+    """`causal=False`: queries at positions 9..18 (a suffix after a cached prefix
+    of 9) over 24 slots; every block scores all slots, the mask decides."""
+    ks = jax.random.split(jax.random.PRNGKey(1), 3)
+    t, s = 10, 24
+    q = jax.random.normal(ks[0], (2, t, 4, 8))
+    k = jax.random.normal(ks[1], (2, s, 2, 8))
+    v = jax.random.normal(ks[2], (2, s, 2, 8))
+    positions = 9 + jnp.arange(t)[None]
+    allowed = jnp.broadcast_to(
+        jnp.arange(s)[None, None] <= positions[..., None], (2, t, s)
+    )
+    want = dot_product_attention(q, k, v, allowed)
+    got = fused_attention(q, k, v, allowed, q_block=block, causal=False)
+    chex.assert_trees_all_close(got, want, atol=1e-5, rtol=1e-5)

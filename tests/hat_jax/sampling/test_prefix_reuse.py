@@ -72,8 +72,8 @@ def test_a_call_whose_suffix_would_cost_more_runs_fresh(pair):
 
 
 def test_a_long_suffix_runs_the_fused_kernel_over_the_cache():
-    """A suffix of >= FUSED_MIN_QUERIES queries over the cached slots (query
-    blocks of 32 over all keys) against fresh prefills."""
+    """A suffix of >= FUSED_MIN_QUERIES queries over the cached slots (the fused
+    kernel over all slots; its blocks: test_attention_ops) against fresh prefills."""
     model = build_model(CONFIGS["qwen3"], seed=3)
     sampler, fresh = Sampler(model, prefix_reuse=True), Sampler(model)
     rng = np.random.default_rng(4)
@@ -82,6 +82,23 @@ def test_a_long_suffix_runs_the_fused_kernel_over_the_cache():
     second = [first[0] + out[0].tokens + list(rng.integers(3, 100, 70)), first[1]]
     _same(sampler.generate(second, SP), fresh.generate(second, SP))
     assert sampler.last_call.reused == (150 + len(out[0].tokens) - 1, 89)
+
+
+def test_rows_that_stop_at_different_steps(pair):
+    """A stop token the model emits: rows finish early and keep feeding pad at
+    their last slot while the others decode; the kept KV must stop before it."""
+    _, reuse, fresh = pair
+    rng = np.random.default_rng(5)
+    first = _prompts(rng, 30, 18, 25)
+    free = fresh.generate(first, SamplingParams(max_new_tokens=9, stop_ids=()))
+    stop = (free[1].tokens[2],)  # row 1 stops at its third token
+    sp = SamplingParams(max_new_tokens=9, stop_ids=stop)
+    out = reuse.generate(first, sp)
+    _same(out, fresh.generate(first, sp))
+    assert len(out[1].tokens) == 3 and any(len(c.tokens) > 3 for c in out)
+    second = [p + c.tokens + [4, 5] for p, c in zip(first, out)]
+    _same(reuse.generate(second, sp), fresh.generate(second, sp))
+    assert reuse.last_call.reused_tokens > 0
 
 
 def test_new_weights_drop_the_kept_cache():
