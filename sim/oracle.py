@@ -204,6 +204,14 @@ def _read(messages: Sequence[dict[str, Any]]) -> _Seen:
 
 
 # --- The policy -------------------------------------------------------------------
+LANGUAGES = {"zh": "Chinese", "en": "English"}
+
+
+def language_name(code: str) -> str:
+    """The reasoning's name of a viewer language ("en" -> "English")."""
+    return LANGUAGES.get(code, code)
+
+
 def _assistant(calls=(), content: str = "", reasoning: str | None = None) -> dict:
     msg: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
@@ -314,6 +322,8 @@ class OraclePolicy:
             return _assistant(now + _load(extra), reasoning=self._think(why))
         if skills:
             why = f"Load {' and '.join(skills)} before replying."
+            if seen.steps == 0:  # the turn's first message reads the message first
+                why = f"{self._about(msg)}: load {' and '.join(skills)} first."
             return _assistant(_load(skills), reasoning=self._think(why))
         facts = [
             text
@@ -336,12 +346,11 @@ class OraclePolicy:
         elif gave_up:
             why = "A tool failed twice; tell the viewer I am checking, no guesses."
         else:
-            why = (
-                "Answer from the tool results only, short and in the viewer's language."
-            )
+            lang = language_name(msg.lang)  # named: the reply copies it from here
+            why = f"Answer from the tool results only; short, in {lang}."
             named = named_numbers(reply, facts)
             if named:  # the key then the value: where each quoted number comes from
-                why = f"Quote {', '.join(named)}; short, in the viewer's language."
+                why = f"Quote {', '.join(named)}; short, in {lang}."
         return _assistant(content=reply, reasoning=self._think(why))
 
     def _think(self, text: str) -> str | None:
@@ -354,7 +363,7 @@ class OraclePolicy:
             what += f" ({msg.attribute})"
         if msg.link_id is not None:
             what += f" about link {msg.link_id}"
-        return f"The viewer's message is a {what}"
+        return f"The viewer's message is a {what}, in {language_name(msg.lang)}"
 
 
 def make_teacher(kind: str = "oracle", **kwargs: Any):

@@ -37,7 +37,12 @@ def _abstract_leaf(leaf: Any) -> Any:
     if isinstance(leaf, np.ndarray | np.generic):
         # A numpy leaf asks orbax for a numpy result with the same dtype and shape.
         return np.zeros(np.shape(leaf), leaf.dtype)
-    return leaf  # ShapeDtypeStruct, Python scalar or None: orbax takes them as is.
+    if isinstance(leaf, jax.ShapeDtypeStruct) and leaf.sharding is None:
+        # No placement asked: this process's default device, whatever device the
+        # checkpoint was saved from (a GPU run's checkpoint read on a CPU machine).
+        device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)
+    return leaf  # a placed ShapeDtypeStruct, Python scalar or None: as they are.
 
 
 def _match_scalar(template_leaf: Any, restored_leaf: Any) -> Any:

@@ -137,3 +137,26 @@ def test_fact_spans_are_the_oracle_s_named_numbers():
         assert [f"{k} {v}" for k, v in zip(got["fact_key"], got["fact"])] == want
         checked += bool(want)
     assert checked >= 8  # most replies quote a number from a result
+
+
+def test_lang_spans_are_the_viewer_language_in_every_gold_reasoning():
+    """The oracle names the reply language in its first reasoning and before the
+    reply; the `lang` spans are that name, the viewer message's language, and the
+    intent span stops before it."""
+    from hat_jax.harness import load_harness
+    from sim.datasets import generate, make_cases
+    from sim.oracle import language_name
+
+    harness = load_harness("taolive_v1").in_format("compact")
+    cases = make_cases("dev", 5, 24)
+    golds = generate(harness, cases, compact_results=True)
+    langs = set()
+    for case, traj in zip(cases, golds):
+        want = language_name(case.message.lang)
+        langs.add(want)
+        said = [m for m in traj.messages if m["role"] == "assistant"]
+        first = spans_by_kind(render_assistant(said[0], "qwen_xml"))
+        last = spans_by_kind(render_assistant(said[-1], "qwen_xml"))
+        assert first["lang"] == [want] and last["lang"] == [want]
+        assert not any(want in i or "," in i for i in first["intent"])
+    assert langs == {"Chinese", "English"}  # both languages seen
