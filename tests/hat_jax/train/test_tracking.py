@@ -83,20 +83,24 @@ def _config(run_dir) -> dict:
 @pytest.fixture
 def no_network(monkeypatch, tmp_path):
     """Refuses non-loopback connections here; W&B's base URL is a local listener
-    that records any connection (the wandb-core service is its own process)."""
+    that records any connection (the wandb-core service is its own process). It
+    listens on 127.0.0.2, where no other test's server lives: a client of another
+    test (another xdist worker) retrying a closed 127.0.0.1 port that the kernel
+    gave this listener cannot reach it."""
     attempts, hits = [], []
     real = socket.socket.connect
 
     def guarded(self, address):
         host = address[0] if isinstance(address, tuple) else None
-        if self.family == socket.AF_UNIX or host in ("127.0.0.1", "::1", "localhost"):
+        loopback = ("127.0.0.1", "127.0.0.2", "::1", "localhost")
+        if self.family == socket.AF_UNIX or host in loopback:
             return real(self, address)
         attempts.append(address)
         raise OSError(f"no network in this test: {address}")
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
+    srv.bind(("127.0.0.2", 0))
     srv.listen()
     srv.settimeout(0.1)
     stop = threading.Event()
@@ -114,7 +118,7 @@ def no_network(monkeypatch, tmp_path):
     thread.start()
     for k in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT"):
         monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{srv.getsockname()[1]}")
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.2:{srv.getsockname()[1]}")
     for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
         monkeypatch.setenv(k, str(tmp_path / "wandb_home" / k.lower()))
     try:
