@@ -97,6 +97,12 @@ def add_arguments(p) -> None:
         help="tools return only the fields a reply needs (the tiny world's results)",
     )
     g.add_argument(
+        "--reply-plan",
+        action="store_true",
+        help="the oracle's reasoning before a reply names what it says "
+        '("Reply: decline the claim, give selling points.")',
+    )
+    g.add_argument(
         "--format",
         choices=FORMATS,
         default="jsonl",
@@ -192,6 +198,7 @@ def _generate(args) -> int:
             seed=args.seed,
             progress=bar.update,
             compact_results=getattr(args, "compact_results", False),
+            reply_plan=getattr(args, "reply_plan", False),
         )
         failures = 0
         if hsa:

@@ -243,6 +243,7 @@ def generate(
     reasoning: bool = True,
     progress: Callable[[int], Any] | None = None,
     compact_results: bool = False,
+    reply_plan: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
@@ -256,6 +257,8 @@ def generate(
       reasoning: write the oracle's ``<think>`` lines.
       progress: called with the number of cases done after each batch.
       compact_results: tools return only the fields a reply needs.
+      reply_plan: the reasoning before each reply names what it says
+        (``sim.oracle.reply_plan``).
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)
     and ``catalog``: its split, seed, SKU ids and brands.
@@ -271,6 +274,7 @@ def generate(
             seed=seed,
             reasoning=reasoning,
             compact_results=compact_results,
+            reply_plan=reply_plan,
         )
         for case, traj in zip(batch, trajs):
             traj.meta["catalog"] = _catalog_meta(case.snapshot.catalog)

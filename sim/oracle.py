@@ -62,7 +62,14 @@ from hat_jax.harness.policy import first_user_message, formats
 from hat_jax.harness.signoff import required_tags, sign
 from hat_jax.text.chat import render_assistant
 from hat_jax.text.toolcall import ToolCall
-from sim.binding import Binding, bind, canonical_calls, gold_skills
+from sim.binding import (
+    Binding,
+    after_sales_topic,
+    bind,
+    canonical_calls,
+    chat_kind,
+    gold_skills,
+)
 from sim.oracle_replies import Reply, candidates
 from sim.tools import SIM_META, FaultConfig, SimBackend, sim_meta
 from sim.types import RoomSnapshot, ViewerMessage, needed_roles
@@ -212,6 +219,42 @@ def language_name(code: str) -> str:
     return LANGUAGES.get(code, code)
 
 
+_TOPICS = {
+    "damaged": "point to customer service",
+    "refund": "the refund time",
+    "return": "the return time",
+}
+
+
+def reply_plan(msg: ViewerMessage) -> str:
+    """What the reply must say ("decline the claim, give selling points"), named
+    in the reasoning right before it: the reply follows a plan a few tokens back
+    instead of the message a thousand tokens back."""
+    first = _part_plan(msg, msg.intent, msg.attribute)
+    if msg.intent == "multi_intent":  # a product question, then a second intent
+        first = _part_plan(msg, "product_question", msg.attribute)
+        return f"{first} and {_part_plan(msg, msg.second_intent, msg.second_attribute)}"
+    return first
+
+
+def _part_plan(msg: ViewerMessage, intent: str | None, attr: str | None) -> str:
+    if intent == "chit_chat":
+        return f"small talk ({chat_kind(msg).replace('_', ' ')})"
+    if intent == "injection":
+        return "refuse the instruction"
+    if intent == "forbidden_claim":
+        return "decline the claim, give selling points"
+    if intent == "product_question":
+        return f"answer the {(attr or 'question').replace('_', ' ')}"
+    if intent == "purchase_intent":
+        return "how to buy, the price"
+    if intent == "after_sales":
+        if msg.region:
+            return f"the extras for {msg.region}"
+        return _TOPICS.get(after_sales_topic(msg) or "", "the dispatch time")
+    return "thank the viewer"
+
+
 def _assistant(calls=(), content: str = "", reasoning: str | None = None) -> dict:
     msg: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
@@ -241,6 +284,8 @@ class OraclePolicy:
       cases: the cases of this batch.
       bindings: one Binding for all cases, or one per case.
       reasoning: write a short ``<think>`` before each message.
+      reply_plan: the reasoning before a reply names what it says first
+        (:func:`reply_plan`: "Reply: decline the claim, give selling points.").
     """
 
     def __init__(
@@ -249,12 +294,13 @@ class OraclePolicy:
         bindings: Binding | Sequence[Binding],
         *,
         reasoning: bool = True,
+        reply_plan: bool = False,
     ):
         if isinstance(bindings, Binding):
             bindings = [bindings] * len(cases)
         if len(bindings) != len(cases):
             raise ValueError(f"{len(bindings)} bindings for {len(cases)} cases")
-        self.reasoning = reasoning
+        self.reasoning, self.reply_plan = reasoning, reply_plan
         self.table: dict[tuple[str, str], tuple[Case, Binding]] = {}
         for case, binding in zip(cases, bindings):
             key = case_key(case, binding)
@@ -347,10 +393,12 @@ class OraclePolicy:
             why = "A tool failed twice; tell the viewer I am checking, no guesses."
         else:
             lang = language_name(msg.lang)  # named: the reply copies it from here
-            why = f"Answer from the tool results only; short, in {lang}."
+            # what it says, a few tokens back (a plan needs its own pilot first)
+            plan = f"Reply: {reply_plan(msg)}. " if self.reply_plan else ""
+            why = f"{plan}Answer from the tool results only; short, in {lang}."
             named = named_numbers(reply, facts)
             if named:  # the key then the value: where each quoted number comes from
-                why = f"Quote {', '.join(named)}; short, in {lang}."
+                why = f"{plan}Quote {', '.join(named)}; short, in {lang}."
         return _assistant(content=reply, reasoning=self._think(why))
 
     def _think(self, text: str) -> str | None:
@@ -400,14 +448,16 @@ def gold_trajectories(
     seed: int = 0,
     reasoning: bool = True,
     compact_results: bool = False,
+    reply_plan: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
     Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
     :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
     ``seed``; ``compact_results``: only the fields a reply needs,
-    ``sim.tools_compact``). ``mapping`` is taolive_v1 -> ``harness`` (default:
-    the canonical mapping; for an augmented harness pass
+    ``sim.tools_compact``; ``reply_plan``: :class:`OraclePolicy`'s). ``mapping``
+    is taolive_v1 -> ``harness`` (default: the canonical mapping; for an
+    augmented harness pass
     ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
     gets the case's JSON-able records (:func:`annotate`).
     """
@@ -416,7 +466,9 @@ def gold_trajectories(
     out: list[Trajectory | None] = [None] * len(cases)
     for wave in _waves(cases, binding):
         batch = [cases[i] for i in wave]
-        policy = OraclePolicy(batch, binding, reasoning=reasoning)
+        policy = OraclePolicy(
+            batch, binding, reasoning=reasoning, reply_plan=reply_plan
+        )
         requests = [case_request(c, binding) for c in batch]
         trajs = run_turns(harness, requests, policy, backend, seed=seed)
         for i, case, traj in zip(wave, batch, trajs):

@@ -3,9 +3,9 @@
 A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
-(default, `make reproduce`), ``compact`` and ``compact_drill`` (issue 16, being
-sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
-``experiments.driver.hat_pipeline``.
+(default, `make reproduce`), ``compact``, ``compact_drill`` and ``compact_plan``
+(issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's
+tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -137,8 +137,14 @@ COMPACT_DRILL = COMPACT | {
         "extra": ("data.overlong=truncate",),
     },
     "world": COMPACT["world"] | {"drill_n": 20000, "base_mix": "lookup"},
-    "est": COMPACT["est"] | {"drill": 330},
+    # 1,500 SFT steps: the look-up keeps improving past 700 from this base
+    # (docs/results/hat_tiny_pilot.md, ninth pilot)
+    "sft": COMPACT["sft"] | {"arg": COMPACT["sft"]["arg"] | {"steps": 1500}},
+    "est": COMPACT["est"] | {"drill": 330, "sft": 3000},
 }
+# compact_drill whose golds name each reply's plan before it (``sim.oracle.
+# reply_plan``, the world key ``reply_plan``): not measured yet (pilot 9's note).
+COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -155,6 +161,7 @@ SCALES = {
     },
     "compact": COMPACT,
     "compact_drill": COMPACT_DRILL,
+    "compact_plan": COMPACT_PLAN,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

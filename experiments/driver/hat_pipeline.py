@@ -123,6 +123,7 @@ def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
         "copies": w["copies"],
         "est_s": est,
         **_presentation(w),
+        **({"reply_plan": True} if w.get("reply_plan") else {}),
     }
 
 

@@ -85,6 +85,7 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         faults=float(p.get("fault_rate", 0.0)),
         seed=0,
         compact_results=bool(p.get("compact_results", False)),
+        reply_plan=bool(p.get("reply_plan", False)),
     )
     trajs, failed, per_family = list(golds), 0, {}
     families = list(p.get("families") or ())

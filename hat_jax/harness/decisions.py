@@ -23,6 +23,8 @@ kind (``KINDS``, 0 = none), from the character spans of each assistant segment:
               field of the result the question asks for
   8 lang      the reply language the reasoning names ("..., in English: call";
               "...; short, in English."), which the reply then follows
+  9 plan      what the reasoning before a reply says it will say ("Reply: decline
+              the claim, give selling points."; ``sim.oracle.reply_plan``)
 
 A token belongs to a kind when its character span overlaps one of the kind's
 spans (tokenizer offsets), so the kinds line up with the ids exactly. Both
@@ -42,7 +44,8 @@ from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
 # kind k + 1 in the arrays
-KINDS = ("tool", "argument", "skill", "number", "intent", "fact", "fact_key", "lang")
+KINDS = ("tool", "argument", "skill", "number", "intent", "fact", "fact_key")
+KINDS += ("lang", "plan")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([^>\n]+)>")
@@ -52,9 +55,10 @@ _JSON_VALUE = re.compile(r'"[^"]*":\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|fa
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _INTENT = re.compile(r"message is an? ([^:,\n<]+)")
 _LANG = re.compile(r"\bin (Chinese|English)\b")
+_PLAN = re.compile(r"Reply: ([^.\n<]+)\.")
 _QUOTE = re.compile(r"Quote ([^;\n<]+);")
 _FACT = re.compile(r"([^,]+?) (\d+(?:\.\d+)?)(?:, |$)")  # "key value" items
-Span = tuple[int, int, int]  # [start, end) in characters, kind 1..8
+Span = tuple[int, int, int]  # [start, end) in characters, kind 1..9
 
 
 def _call_spans(body: str, at: int) -> list[Span]:
@@ -84,6 +88,7 @@ def decision_spans(text: str) -> list[Span]:
     for a, b in hidden:
         out += [(m.start(1), m.end(1), 5) for m in _INTENT.finditer(text, a, b)]
         out += [(m.start(1), m.end(1), 8) for m in _LANG.finditer(text, a, b)]
+        out += [(m.start(1), m.end(1), 9) for m in _PLAN.finditer(text, a, b)]
         for q in _QUOTE.finditer(text, a, b):
             for f in _FACT.finditer(q.group(1)):
                 at = q.start(1)

@@ -160,3 +160,29 @@ def test_lang_spans_are_the_viewer_language_in_every_gold_reasoning():
         assert first["lang"] == [want] and last["lang"] == [want]
         assert not any(want in i or "," in i for i in first["intent"])
     assert langs == {"Chinese", "English"}  # both languages seen
+
+
+def test_plan_spans_name_what_each_gold_reply_says():
+    """Before its reply the oracle names what the reply says (a decline for a
+    forbidden claim, the asked attribute, the after-sales topic); the `plan`
+    span is that text, and replies of different intents get different plans."""
+    from hat_jax.harness import load_harness
+    from sim.datasets import generate, make_cases
+    from sim.oracle import reply_plan
+
+    harness = load_harness("taolive_v1").in_format("compact")
+    cases = make_cases("dev", 5, 48)
+    golds = generate(harness, cases, compact_results=True, reply_plan=True)
+    plain = generate(harness, cases[:8], compact_results=True)  # off by default
+    assert not any(
+        "Reply:" in (m.get("reasoning") or "") for t in plain for m in t.messages
+    )
+    plans = {}
+    for case, traj in zip(cases, golds):
+        last = traj.messages[-1]
+        got = spans_by_kind(render_assistant(last, "qwen_xml"))["plan"]
+        assert got == [reply_plan(case.message)]
+        plans.setdefault(case.message.intent, set()).add(got[0])
+    assert "decline the claim, give selling points" in plans["forbidden_claim"]
+    assert any(p.startswith("answer the ") for p in plans["product_question"])
+    assert len(set().union(*plans.values())) >= 8  # not one plan for every reply
