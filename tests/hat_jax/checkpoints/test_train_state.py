@@ -263,13 +263,18 @@ def test_restore_when_empty_returns_none(tmp_path):
         assert ckpt.restore_latest(_small_state(0)) is None
 
 
-def test_restore_into_abstract_template_keeps_dtypes(tmp_path):
-    template = jax.tree.map(
+def _unplaced_template():
+    """`_small_state`'s structure, its arrays abstract and without a device."""
+    return jax.tree.map(
         lambda x: (
             jax.ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, jax.Array) else x
         ),
         _small_state(0),
     )
+
+
+def test_restore_into_abstract_template_keeps_dtypes(tmp_path):
+    template = _unplaced_template()
     with Checkpointer(tmp_path, save_every=1, keep=1) as ckpt:
         ckpt.maybe_save(5, _small_state(5))
         state, _, _ = ckpt.restore_latest(template)
@@ -282,12 +287,7 @@ def test_a_checkpoint_saved_on_another_device_restores_here(tmp_path):
     """A run trained on a GPU is read on a CPU: orbax records each array's
     device ("cuda:0"); a template without placement restores onto this process's
     default device instead of refusing the saved topology."""
-    template = jax.tree.map(
-        lambda x: (
-            jax.ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, jax.Array) else x
-        ),
-        _small_state(0),
-    )
+    template = _unplaced_template()
     with Checkpointer(tmp_path, save_every=1, keep=1) as ckpt:
         ckpt.maybe_save(5, _small_state(5))
     files = list(tmp_path.glob("5/state/_sharding"))
