@@ -230,11 +230,11 @@ def reply_plan(msg: ViewerMessage) -> str:
     """What the reply must say ("decline the claim, give selling points"), named
     in the reasoning right before it: the reply follows a plan a few tokens back
     instead of the message a thousand tokens back."""
-    first = _part_plan(msg, msg.intent, msg.attribute)
-    if msg.intent == "multi_intent":  # a product question, then a second intent
-        first = _part_plan(msg, "product_question", msg.attribute)
-        return f"{first} and {_part_plan(msg, msg.second_intent, msg.second_attribute)}"
-    return first
+    if msg.intent != "multi_intent":
+        return _part_plan(msg, msg.intent, msg.attribute)
+    # a product question, then a second intent (as Reply._slots answers it)
+    first = _part_plan(msg, "product_question", msg.attribute)
+    return f"{first} and {_part_plan(msg, msg.second_intent, msg.second_attribute)}"
 
 
 def _part_plan(msg: ViewerMessage, intent: str | None, attr: str | None) -> str:

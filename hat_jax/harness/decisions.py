@@ -44,8 +44,17 @@ from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
 
 # kind k + 1 in the arrays
-KINDS = ("tool", "argument", "skill", "number", "intent", "fact", "fact_key")
-KINDS += ("lang", "plan")
+KINDS = (
+    "tool",
+    "argument",
+    "skill",
+    "number",
+    "intent",
+    "fact",
+    "fact_key",
+    "lang",
+    "plan",
+)
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([^>\n]+)>")

@@ -322,13 +322,12 @@ class Sampler:
             # half the padded prompt (then no part costs more than fresh).
             if 2 * t > plen:
                 reuse[:] = 0
-        if not reuse.any():
-            self._kept = None  # not held beside the fresh cache
+        # The new call's cache replaces the kept one, never held beside it.
         if reuse.any():
             cache = prefix.gather(
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
             )
-            self._kept = None  # the new call's cache replaces it
+            self._kept = None
             tokens = np.full((b, t), pad, np.int32)
             for i, p in enumerate(prompts):
                 tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]
@@ -345,6 +344,7 @@ class Sampler:
                 slots=slots,
             )
         else:
+            self._kept = None
             tokens = np.full((b, plen), pad, np.int32)
             for i, p in enumerate(prompts):
                 tokens[i, : len(p)] = p
