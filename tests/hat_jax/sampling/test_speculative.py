@@ -266,3 +266,53 @@ def test_keep_states_selects_the_state_after_each_prefix():
                 continue
             np.testing.assert_allclose(got.conv[row], want.conv[0], atol=1e-6)
             np.testing.assert_allclose(got.recurrent[row], want.recurrent[0], atol=1e-5)
+
+
+def test_pruned_draft_vocabulary_keeps_greedy_and_drafts_inside_it(
+    partial_model, reference
+):
+    """Drafts over a subset of the head's rows: the output is still the plain
+    greedy decode; the whole vocabulary as the subset changes nothing; a subset
+    without the tokens the full head drafts accepts less."""
+    full = SpeculativeSampler(partial_model, k=2)
+    out = full.generate(PROMPTS, max_new_tokens=NEW, stop_ids=())
+    whole = SpeculativeSampler(partial_model, k=2, draft_vocab=np.arange(V)[::-1])
+    same = whole.generate(PROMPTS, max_new_tokens=NEW, stop_ids=())
+    assert [c.tokens for c in same] == [c.tokens for c in out] == reference
+    assert whole.stats == full.stats
+    emitted = sorted({t for r in reference for t in r})
+    rest = [t for t in range(V) if t not in emitted[: len(emitted) // 2]]
+    pruned = SpeculativeSampler(partial_model, k=2, draft_vocab=rest, chunk=1)
+    drafts = []
+    verify = pruned._jit_verify
+
+    def recording(graphdef, params, state, **kw):
+        drafts.append(np.array(state.drafts))
+        return verify(graphdef, params, state, **kw)
+
+    pruned._jit_verify = recording
+    got = pruned.generate(PROMPTS, max_new_tokens=NEW, stop_ids=())
+    assert [c.tokens for c in got] == reference
+    assert set(np.concatenate(drafts).ravel().tolist()) <= set(rest)
+    assert pruned.stats.accepted < full.stats.accepted
+
+
+@pytest.mark.parametrize("bad", [[], [0, V], [-1, 2], [[1, 2]], [0.5, 1.0]])
+def test_draft_vocabulary_refuses_ids_it_cannot_use(partial_model, bad):
+    with pytest.raises(ValueError, match="draft_vocab"):
+        SpeculativeSampler(partial_model, draft_vocab=bad)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_pruned_draft_token_is_the_argmax_of_the_full_logits_over_the_subset(tied):
+    from hat_jax.sampling.speculative import _draft_token
+
+    model = build_model(CFG.replace(tie_word_embeddings=tied), seed=1)
+    assert (model.lm_head is None) == tied
+    x = jax.random.normal(jax.random.key(0), (4, 1, CFG.hidden_size))
+    ids = jnp.asarray(np.random.default_rng(1).choice(V, 30, replace=False), jnp.int32)
+    full = np.asarray(model.logits(x))[:, 0]  # [4, V]
+    want = np.asarray(ids)[np.argmax(full[:, np.asarray(ids)], axis=-1)]
+    got = np.asarray(_draft_token(model, x, ids))[:, 0]
+    assert got.tolist() == want.tolist()
+    assert got.tolist() != np.argmax(full, -1).tolist()  # the subset mattered
