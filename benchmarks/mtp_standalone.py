@@ -46,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 from limits import bandwidth_gbs, matmul_gflops
 
@@ -157,33 +158,26 @@ def _geo_interval(ratios: np.ndarray, seed: int = 0) -> tuple[float, float, floa
     return float(np.exp(logs.mean())), float(np.exp(lo)), float(np.exp(hi))
 
 
-def head_bytes(model, vocab: int) -> dict:
-    """fp32 bytes a plain step reads, and a draft token's (MTP layer, head rows)."""
+def head_bytes(model) -> dict:
+    """fp32 bytes a plain step reads (trunk), the MTP head's, and one head row's."""
     from flax import nnx
 
-    def size(tree):
-        return sum(x.size * 4 for x in __import__("jax").tree.leaves(tree))
+    def size(module):
+        return sum(x.size * 4 for x in jax.tree.leaves(nnx.state(module, nnx.Param)))
 
-    params = nnx.state(model, nnx.Param)
-    total = size(params)
-    mtp = size(nnx.state(model.mtp, nnx.Param))
-    cfg = model.config
-    head = cfg.vocab_size * cfg.hidden_size * 4
-    layer = size(nnx.state(model.mtp.layers[0], nnx.Param))
-    draft_head = (vocab or cfg.vocab_size) * cfg.hidden_size * 4
+    mtp = size(model.mtp)
+    d = model.config.hidden_size
     return {
-        "trunk": total - mtp,
+        "trunk": size(model) - mtp,
         "mtp_all": mtp,
-        "mtp_layer": layer,
-        "head": head,
-        "row": cfg.hidden_size * 4,
-        "draft_head": draft_head,
+        "mtp_layer": size(model.mtp.layers[0]),
+        "head": model.config.vocab_size * d * 4,
+        "row": d * 4,
     }
 
 
-def bench(model, tok, held, args) -> tuple[list[dict], dict]:
+def bench(model, tok, held, counts, args) -> tuple[list[dict], dict]:
     """Plain vs speculative decode over the held-out prompts (module docstring)."""
-    counts = np.load(Path(args.workdir) / "token_counts.npy")
     systems = {"plain": lambda: Sampler(model, tok)}
     for w in map(int, args.vocabs.split(",")):
         vocab = None
@@ -269,7 +263,6 @@ def breakdown(model, ks, vocabs, counts, reps: int = 20) -> list[dict]:
     with its head rows). `predicted` = mean accepted length x plain / (verify +
     drafts) is the speed-up these parts allow; the end-to-end rows add the
     loop's bookkeeping and dispatch."""
-    import jax
     import jax.numpy as jnp
     from flax import nnx
 
@@ -384,9 +377,9 @@ def main() -> None:
     vocabs = [int(w) for w in args.vocabs.split(",")]
     counts = np.load(wd / "token_counts.npy")
     parts = breakdown(model, ks, vocabs, counts)
-    rows, extra = bench(model, tok, held, args)
+    rows, extra = bench(model, tok, held, counts, args)
     bw = bandwidth_gbs()
-    nbytes = head_bytes(model, 0)
+    nbytes = head_bytes(model)
     limit = max(bw.values()) * 1e9 / nbytes["trunk"]
     mtp_all = nbytes["mtp_all"]
     for r in rows:

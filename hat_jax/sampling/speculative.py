@@ -125,28 +125,42 @@ def _head_rows(model, ids: Int[Array, " W"]) -> Float[Array, "W D"]:
     return jnp.take(model.lm_head.kernel[...], ids, axis=1).T
 
 
-def _draft_token(model, x, draft_ids) -> Int[Array, "B 1"]:
+def _draft_token(model, x, draft_ids, rows=None) -> Int[Array, "B 1"]:
     """The draft's argmax over the whole vocabulary, or over `draft_ids` only.
 
     A pruned draft vocabulary reads W of the V head rows per draft token (the
     head is ~21 % of SmolLM2-135M's weights); the trunk's verify still scores
-    every token, so the output stays the plain greedy decode's.
+    every token, so the output stays the plain greedy decode's. `rows`: the
+    head's rows for `draft_ids` (`_head_rows`), gathered once by the caller.
     """
     if draft_ids is None:
         return _argmax(model.logits(x))
-    w = _head_rows(model, draft_ids)  # [W, D]
+    w = _head_rows(model, draft_ids) if rows is None else rows  # [W, D]
     logits = jnp.einsum("btd,wd->btw", x.astype(w.dtype), w)
     return jnp.take(draft_ids, jnp.argmax(logits, axis=-1)).astype(jnp.int32)
 
 
 def _draft(
-    model, hidden, nxt, positions, at, mtp_cache, k, draft_ids=None, *, prefill=False
+    model,
+    hidden,
+    nxt,
+    positions,
+    at,
+    mtp_cache,
+    k,
+    draft_ids=None,
+    rows=None,
+    *,
+    prefill=False,
 ):
     """MTP over the verified positions, then k - 1 recursive steps from index `at`.
 
-    `draft_ids`: a pruned draft vocabulary [W] (None: every token).
+    `draft_ids`: a pruned draft vocabulary [W] (None: every token); `rows`: its
+    head rows when the caller gathered them already (once per verify loop).
     Returns (drafts [B, k], mtp_cache).
     """
+    if draft_ids is not None and rows is None:
+        rows = _head_rows(model, draft_ids)  # [W, D]
     n_layers = len(mtp_cache)
     mtp_cache = list(mtp_cache)
     x, mtp_cache[0] = _mtp(
@@ -154,11 +168,11 @@ def _draft(
     )
     x = jnp.take_along_axis(x, at[:, None, None], axis=1)  # [B, 1, D]
     pos = jnp.take_along_axis(positions, at[:, None], axis=1)  # [B, 1]
-    drafts = [_draft_token(model, x, draft_ids)]  # each [B, 1]
+    drafts = [_draft_token(model, x, draft_ids, rows)]  # each [B, 1]
     for j in range(1, k):
         i = j % n_layers
         x, mtp_cache[i] = _mtp(model, x, drafts[-1], pos + j, mtp_cache[i], j)
-        drafts.append(_draft_token(model, x, draft_ids))
+        drafts.append(_draft_token(model, x, draft_ids, rows))
     return jnp.concatenate(drafts, axis=1), mtp_cache
 
 
@@ -222,6 +236,8 @@ def _verify_chunk(
     max_new = state.tokens.shape[1]
     end = state.iters + chunk
     offs = jnp.arange(k + 1, dtype=jnp.int32)
+    # the pruned draft vocabulary's head rows, gathered once for the whole loop
+    head_rows = None if draft_ids is None else _head_rows(model, draft_ids)  # [W, D]
 
     def cond(s: SpecState):
         return (s.iters < end) & ~jnp.all(s.done)
@@ -257,7 +273,7 @@ def _verify_chunk(
         full = (count >= max_new) | (pos + k + 1 >= slots)
         done = s.done | (live & ((first_stop < m) | full))
         drafts, mtp_cache = _draft(
-            model, hidden, g, positions, at, s.mtp_cache, k, draft_ids
+            model, hidden, g, positions, at, s.mtp_cache, k, draft_ids, head_rows
         )
         return SpecState(
             cache=cache,
