@@ -78,6 +78,7 @@ setup(
             "serve=serving.serve_cmd",
             "trace=serving.trace_cmd",
             "replay=serving.replay_cmd",
+            "evolve=experiments.evolve.cli",
         ],
         # Training stages beside the built-in sft/opd (`hat train rl`).
         "hat.stages": ["rl=experiments.rl_sim:run_rl"],

@@ -57,7 +57,7 @@ def _yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
 
 
-def _texts(h: Harness) -> dict[str, str]:
+def harness_texts(h: Harness) -> dict[str, str]:
     """Every file of the folder: relative path -> text."""
     manifest = {
         "name": h.name,
@@ -199,7 +199,7 @@ def dump_harness(
     for name in extra:
         if not NAME_RE.fullmatch(name) or name == MANIFEST or name in FOLDERS:
             raise ValueError(f"extra file name {name!r}: expected a plain file name")
-    files = _encoded({**_texts(harness), **extra})
+    files = _encoded({**harness_texts(harness), **extra})
     present, holds = _existing(folder, [*FOLDERS, *extra, MANIFEST])
     if holds and not overwrite:
         raise FileExistsError(

@@ -3,6 +3,7 @@
 from paper.tables import (  # noqa: F401  (registers)
     ablation,
     edit,
+    evolution,
     ifeval,
     latency,
     main,
