@@ -66,6 +66,7 @@ T = {
         "{sku} is sold out, others left",
     ),
     "sold_out": ("{tag}已经卖完了", "{tag} is sold out"),
+    "link_tag": ("{tag}", "{tag}"),
     "no_ship": ("抱歉，{region}暂时不发货", "sorry, we don't ship to {region} yet"),
     "dispatch": ("{d}天内发货", "ships within {d:en}"),
     "dispatch_free_over": (
@@ -279,7 +280,11 @@ class Reply:
             # One promotion per reply: a promotion question carries it.
             self.deal_done = "promotion" in (msg.attribute, msg.second_attribute)
             first = self.question(msg.attribute)
-            self.tagless = first is not None  # "it", the link was just named
+            # "it" only when every opening of the first part named the link (a
+            # shipping answer names the region, not the link: a bare "sold out"
+            # after it would not say which item)
+            tag = self.s("link_tag")
+            self.tagless = bool(first) and all(tag in o for o in first[0] if o)
             second = self.part(msg.second_intent, msg.second_attribute, second=True)
             if first is None:
                 return check + (second or [])

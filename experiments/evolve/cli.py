@@ -69,6 +69,18 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--proposals", type=count(1, 16), default=1, help="llm answers per round"
     )
+    p.add_argument(
+        "--editor-thinking",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="llm editor: send chat_template_kwargs.enable_thinking (auto: not sent)",
+    )
+    p.add_argument(
+        "--editor-temperature",
+        type=finite(0, 2),
+        default=0.0,
+        help="llm editor: sampling temperature (each proposal its own seed)",
+    )
     p.add_argument("--rounds", type=count(1, MAX_ROUNDS), default=4)
     p.add_argument("--out", required=True, help="run folder (created; resumed)")
     for split, n in (("dev", 150), ("regression", 150), ("test", 150)):
@@ -99,6 +111,8 @@ def _editor(args):
             api_key_env=args.editor_api_key_env,
             json_mode=args.editor_json_mode,
             proposals=args.proposals,
+            temperature=args.editor_temperature,
+            thinking={"auto": None, "on": True, "off": False}[args.editor_thinking],
         )
     return make_editor(args.editor)
 

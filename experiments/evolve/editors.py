@@ -220,6 +220,9 @@ class LLMEditor:
       json_mode: ``schema`` (response_format json_schema), ``object``
         (json_object) or ``none``.
       proposals: answers asked for per round (sampled at ``temperature``).
+      thinking: ``chat_template_kwargs.enable_thinking`` sent to the server
+        (None: not sent; False makes a thinking template answer at once, so
+        vLLM's structured output constrains the answer itself).
     """
 
     base_url: str
@@ -230,6 +233,7 @@ class LLMEditor:
     temperature: float = 0.0
     max_tokens: int = 2048
     timeout_s: float = 300.0
+    thinking: bool | None = None
     name: str = "llm"
 
     def __post_init__(self):
@@ -245,6 +249,8 @@ class LLMEditor:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        if self.thinking is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": self.thinking}
         if self.json_mode == "schema":
             schema = {**EDIT_SCHEMA, "properties": {**EDIT_SCHEMA["properties"]}}
             schema["properties"]["edits"] = {
@@ -263,15 +269,42 @@ class LLMEditor:
         key = api_key_from_env(self.api_key_env)
         out = []
         with EndpointClient(self.base_url, api_key=key, timeout_s=self.timeout_s) as c:
-            for i in range(self.proposals):
-                body = self.body(harness, classes) | {"seed": i}
+            for _ in range(self.proposals):
+                # no per-request seed: vLLM's CPU sampler fails on one
+                # ("CPU Generator does not use offset") and takes the server
+                # down; the answers are kept in proposals.json instead
+                body = self.body(harness, classes)
                 try:
-                    text = parse_chat(c.post_json("chat/completions", body), "editor")
+                    reply = c.post_json("chat/completions", body)
+                    text = answer_text(reply)
                 except PolicyError as e:
                     out.append({"error": f"endpoint: {e}"})
                     continue
-                out.append({"answer": text})
+                out.append({"answer": text, "finish_reason": finish_reason(reply)})
         return out
+
+
+def answer_text(reply: Any) -> str:
+    """The answer of a chat reply: ``message.content``, or when a server's
+    reasoning parser left it null, the ``reasoning`` (or
+    ``reasoning_content``) text, so the loop can say what was wrong with it."""
+    try:
+        return parse_chat(reply, "editor")
+    except PolicyError:
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        for key in ("reasoning", "reasoning_content"):
+            if isinstance(message, dict) and isinstance(message.get(key), str):
+                return message[key]
+        raise
+
+
+def finish_reason(reply: Any) -> str | None:
+    """``choices[0].finish_reason`` when it is a string (``length``: cut)."""
+    first = reply["choices"][0]  # answer_text checked the shape
+    reason = first.get("finish_reason")
+    return reason if isinstance(reason, str) else None
 
 
 def answer_object(answer: Any) -> dict[str, Any]:

@@ -297,7 +297,9 @@ class Evolution:
             d["targets"] = [t for t in obj.get("targets", []) if isinstance(t, str)]
             cand = apply_edits(harness, edits)
         except (ValueError, EditError) as e:
-            return d | {"stage": "parse", "verdict": f"rejected: {e}"}
+            cut = prop.get("finish_reason") == "length"
+            why = f"{e} (the answer hit the token limit)" if cut else str(e)
+            return d | {"stage": "parse", "verdict": f"rejected: {why}"}
         cand = cand.replace(version=f"{self.start.version}+r{k}")
         problems = self.validate(cdir, harness, cand)
         if problems:

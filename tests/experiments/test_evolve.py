@@ -294,14 +294,14 @@ def test_the_llm_editor_against_a_stub_server(tmp_path, monkeypatch):
     path, headers, body = server.requests[0]
     assert path == "/v1/chat/completions"
     assert headers["Authorization"] == "Bearer sk-editor"
-    assert body["model"] == "m" and body["seed"] == 0
+    assert body["model"] == "m" and "seed" not in body
     system, user = (m["content"] for m in body["messages"])
     assert '{"op": "set_hook_param"' in system
     assert "=== manifest.yaml ===" in user and "max_chars: 20" in user
     assert NO_REPLY in user and CAMPAIGN in user
     schema = body["response_format"]["json_schema"]["schema"]
     assert len(schema["properties"]["edits"]["items"]["anyOf"]) == 11
-    assert [r[2]["seed"] for r in server.requests] == [0, 1, 1, 1, 2]
+    assert len(server.requests) == 5  # three answers, the failed one tried thrice
     verdicts = [c["verdict"] for c in ds[0]["candidates"]]
     assert "not valid JSON" in verdicts[0]
     assert "HTTP 500" in verdicts[1] and verdicts[1].startswith("rejected: endpoint")
