@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 
 from experiments.evolve.editors import EDITORS, make_editor
-from experiments.evolve.loop import Evolution, EvolveConfig
+from experiments.evolve.loop import Evolution, EvolveConfig, memoriser_for
 from experiments.evolve.report import rows_table, write_report
 from experiments.suites.simcases import oracle_for
 from hat_jax.cli.argtypes import count, finite, seed
@@ -53,7 +53,10 @@ def add_arguments(p) -> None:
     src.add_argument("--model", help="workdir, HF folder, .gguf or asset name (JAX)")
     src.add_argument("--endpoint", help="the agent's OpenAI-compatible server URL")
     src.add_argument(
-        "--policy", choices=("oracle",), help="the simulator's oracle as the agent"
+        "--policy",
+        choices=("oracle", "memoriser"),
+        help="a scripted agent: the simulator's oracle (follows the harness in "
+        "force), or a memoriser of the start harness (a perfect fixed-harness model)",
     )
     p.add_argument("--editor", choices=sorted(EDITORS), default="scripted")
     p.add_argument("--editor-endpoint", help="llm editor: server URL")
@@ -117,9 +120,11 @@ def _editor(args):
     return make_editor(args.editor)
 
 
-def _policy_for(args):
+def _policy_for(args, start):
     if args.policy == "oracle":
         return oracle_for
+    if args.policy == "memoriser":
+        return memoriser_for(start)
     opts = BackendOptions(
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
@@ -148,7 +153,12 @@ def run(args) -> int:
     )
     editor = _editor(args)
     evo = Evolution(
-        harness, args.out, editor, _policy_for(args), cfg, progress=not args.no_progress
+        harness,
+        args.out,
+        editor,
+        _policy_for(args, harness),
+        cfg,
+        progress=not args.no_progress,
     )
     evo.evolve()
     ev = write_report(args.out)

@@ -49,6 +49,7 @@ from hat_jax.harness import Harness, HarnessError, dump_harness, load_harness
 from hat_jax.harness import Mapping as NameMapping
 from hat_jax.harness.edits import EditError, apply_edits, harness_diff, parse_edits
 from hat_jax.jsonl import read_json, write_text_atomic
+from sim.adversaries import Memoriser
 from sim.binding import bind
 from sim.oracle import gold_trajectories
 from sim.rewards import SUCCESS
@@ -400,6 +401,17 @@ class Evolution:
                     f"fixed class {key!r} is back ({before} -> {after} cases)"
                 )
         return problems, {"overall": overall, "groups": groups, "fixed": back}
+
+
+def memoriser_for(start: Harness) -> PolicyFor:
+    """A memoriser of ``start`` as the agent (``sim.adversaries.Memoriser``):
+    whatever the harness in force, it acts as the oracle of ``start`` would."""
+
+    def policy_for(batch: Sequence[EvalCase]):
+        cases = [c.payload.case for c in batch]
+        return Memoriser(cases, [c.payload.binding for c in batch], harness=start)
+
+    return policy_for
 
 
 def eval_ids(split: str, cases: Sequence) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 
 from experiments.evolve import cli
 from experiments.evolve.editors import RULES, Rule, ScriptedEditor
-from experiments.evolve.loop import Evolution, EvolveConfig
+from experiments.evolve.loop import Evolution, EvolveConfig, memoriser_for
 from experiments.evolve.report import write_report
 from experiments.suites.simcases import oracle_for
 from hat_jax.eval.records import read_records
@@ -308,3 +308,12 @@ def test_the_llm_editor_against_a_stub_server(tmp_path, monkeypatch):
     assert verdicts[2].startswith("accepted")
     saved = json.loads((tmp_path / "round_01" / "proposals.json").read_text())
     assert saved[2]["answer"].endswith(good)  # the raw answer is kept
+
+
+def test_a_memoriser_of_the_start_harness_cannot_be_evolved(tmp_path):
+    v1 = load_harness("taolive_v1")
+    ds = evolve(tmp_path, policy_for=memoriser_for(v1), start=v1)
+    assert ds[0]["confirmed"] == [CAMPAIGN]  # it fails where v1 does...
+    (cand,) = ds[0]["candidates"]  # ...the campaign edit is proposed...
+    assert cand["stage"] == "dev" and cand["dev"]["diff"] == 0.0  # ...and ignored
+    assert not ds[0]["accepted"]
