@@ -152,6 +152,8 @@ def run(args) -> int:
         compact_results=args.compact_results,
     )
     editor = _editor(args)
+    agent = {k: getattr(args, k) for k in ("policy", "model", "endpoint")}
+    agent |= {"served_model": args.served_model, "max_new_tokens": args.max_new_tokens}
     evo = Evolution(
         harness,
         args.out,
@@ -159,6 +161,7 @@ def run(args) -> int:
         _policy_for(args, harness),
         cfg,
         progress=not args.no_progress,
+        agent=agent,
     )
     evo.evolve()
     ev = write_report(args.out)

@@ -31,22 +31,30 @@ command continues from the first unfinished step.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from augment.validate import validate_augmented
 from experiments.evolve.diagnose import ErrorClass, confirm_rate, diagnose, record_keys
-from experiments.evolve.editors import Editor, answer_object
-from experiments.evolve.splits import base_cases, eval_cases, signature
+from experiments.evolve.editors import (
+    Editor,
+    answer_object,
+    checked_proposal,
+    editor_settings,
+)
+from experiments.evolve.splits import base_cases, eval_cases, norms_judge, signature
 from experiments.suites import SuiteOptions
-from experiments.suites.simcases import judge_sim, sim_rollout
+from experiments.suites.simcases import sim_rollout
 from hat_jax.eval.records import RecordWriter
 from hat_jax.eval.runner import EvalCase, PolicyFor, run_cases
 from hat_jax.eval.stats import paired_difference
 from hat_jax.harness import Harness, HarnessError, dump_harness, load_harness
 from hat_jax.harness import Mapping as NameMapping
+from hat_jax.harness.dump import harness_texts
 from hat_jax.harness.edits import EditError, apply_edits, harness_diff, parse_edits
 from hat_jax.jsonl import read_json, write_text_atomic
 from sim.adversaries import Memoriser
@@ -55,6 +63,10 @@ from sim.oracle import gold_trajectories
 from sim.rewards import SUCCESS
 
 GROUPS = ("intent", "kind")  # regression groups checked one by one
+# one-sided exact sign tests on the cases an edit fixed and broke: a gain must
+# also pass at 2.5 % (as the interval's lower bound), a group's loss counts at 5 %
+P_GAIN, P_LOSS = 0.025, 0.05
+EPS = 1e-9  # success differences are multiples of 1/n: -0.02 is not below -0.02
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +108,8 @@ class Evolution:
       cfg: sizes, thresholds and seeds.
       progress: show progress bars.
       log: where one line per decision goes.
+      agent: what the agent is (model, endpoint, decoding), for the record and
+        the resume check.
     """
 
     def __init__(
@@ -108,8 +122,11 @@ class Evolution:
         *,
         progress: bool = False,
         log: Callable[[str], None] = print,
+        agent: Mapping[str, Any] | None = None,
     ):
         self.start, self.out, self.editor = start, Path(out), editor
+        self.agent = dict(agent or {"policy_for": getattr(policy_for, "__name__", "?")})
+        self.judge = norms_judge(start)
         self.policy_for, self.cfg = policy_for, cfg
         self.progress, self.log = progress, log
         self._cases: dict[str, list] = {}
@@ -135,7 +152,7 @@ class Evolution:
                 cases,
                 policy_for=self.policy_for,
                 rollout=sim_rollout(opts),
-                judge=judge_sim,
+                judge=self.judge,
                 writer=w,
                 batch_size=self.cfg.batch_size,
                 seed=seed,
@@ -168,8 +185,13 @@ class Evolution:
         return decisions
 
     def _check_config(self) -> None:
-        cfg = {**dataclasses.asdict(self.cfg), "editor": self.editor.name}
-        cfg["start"] = self.start.id
+        cfg = {**dataclasses.asdict(self.cfg), "agent": self.agent}
+        cfg["editor"] = editor_settings(self.editor)
+        texts = json.dumps(harness_texts(self.start), sort_keys=True).encode()
+        cfg["start"] = {
+            "id": self.start.id,
+            "sha256": hashlib.sha256(texts).hexdigest(),
+        }
         path = self.out / "config.json"
         if path.exists():
             old = read_json(path)
@@ -209,6 +231,7 @@ class Evolution:
             proposals = read_json(ppath)
         else:
             proposals = self.editor.propose(harness, confirmed, list(decisions))
+            proposals = [checked_proposal(p) for p in proposals]
             _write_json(ppath, proposals)
         fixed = [key for d in decisions for key in d.get("fixed", [])]
         candidates = []
@@ -225,9 +248,11 @@ class Evolution:
             if d["accepted"]:
                 name = str(cdir.relative_to(self.out))
                 self.split(cdir, load_harness(cdir / "harness"), "test")
-                targets = d.get("targets") or []
-                fixed_now = [c.key for c in confirmed if c.key in targets] or [
-                    c.key for c in confirmed if c.key not in d.get("dev_classes", [])
+                # fixed: what the candidate's dev run shows, not what the
+                # editor said (at most half the class's dev cases left)
+                after = d.get("dev_counts", {})
+                fixed_now = [
+                    c.key for c in confirmed if 2 * after.get(c.key, 0) <= c.count
                 ]
                 return base | {
                     "accepted": name,
@@ -301,6 +326,11 @@ class Evolution:
             cut = prop.get("finish_reason") == "length"
             why = f"{e} (the answer hit the token limit)" if cut else str(e)
             return d | {"stage": "parse", "verdict": f"rejected: {why}"}
+        if cand == harness:
+            return d | {
+                "stage": "parse",
+                "verdict": "rejected: the edits change nothing",
+            }
         cand = cand.replace(version=f"{self.start.version}+r{k}")
         problems = self.validate(cdir, harness, cand)
         if problems:
@@ -312,11 +342,12 @@ class Evolution:
         cand = load_harness(cdir / "harness")
         cdev = self.split(cdir, cand, "dev")
         gain = _paired(dev, cdev)
-        d |= {"dev": gain, "dev_classes": [c.key for c in diagnose(cdev)]}
+        d |= {"dev": gain, "dev_counts": {c.key: c.count for c in diagnose(cdev)}}
         lo = gain["ci"][0] if gain["ci"] else None
-        if lo is None or lo <= 0:
+        if lo is None or lo <= 0 or gain["p_gain"] > P_GAIN:
             verdict = (
-                f"rejected: dev success {_fmt(gain)} does not rise beyond its interval"
+                f"rejected: dev success {_fmt(gain)} does not rise beyond its "
+                f"interval (sign test p {gain['p_gain']:.3f})"
             )
             return d | {"stage": "dev", "verdict": verdict}
         reg = self.split(cur, harness, "regression")
@@ -336,8 +367,6 @@ class Evolution:
     def validate(self, cdir: Path, harness: Harness, cand: Harness) -> list[str]:
         """Why ``cand`` cannot be evaluated (empty: it can); writes its folder
         and its diff against ``harness``."""
-        if cand == harness:
-            return ["the edits change nothing"]
         try:
             dump_harness(cand, cdir / "harness", overwrite=True)
             loaded = load_harness(cdir / "harness")
@@ -380,7 +409,7 @@ class Evolution:
         tol = self.cfg.tolerance
         overall = _paired(reg, creg)
         problems, groups = [], {}
-        if overall["diff"] < -tol:
+        if overall["diff"] < -tol - EPS and overall["p_loss"] <= P_LOSS:
             problems.append(f"regression success {_fmt(overall)} falls beyond {tol:g}")
         for tag in GROUPS:
             for value in sorted({r["tags"].get(tag, "") for r in reg}):
@@ -389,8 +418,12 @@ class Evolution:
                     continue
                 g = _paired([reg[i] for i in idx], [creg[i] for i in idx])
                 groups[f"{tag}={value}"] = g
-                if g["ci"] and g["ci"][1] < -tol:
-                    problems.append(f"{tag}={value} success {_fmt(g)} regresses")
+                # more cases broken than fixed, beyond chance and the tolerance
+                if g["diff"] < -tol - EPS and g["p_loss"] <= P_LOSS:
+                    p = g["p_loss"]
+                    problems.append(
+                        f"{tag}={value} success {_fmt(g)} regresses (p {p:.3f})"
+                    )
         back = {}
         for key in fixed:
             before = sum(key in record_keys(r) for r in reg)
@@ -419,11 +452,25 @@ def eval_ids(split: str, cases: Sequence) -> list[str]:
 
 
 def _paired(a: Sequence[dict], b: Sequence[dict]) -> dict:
+    """The paired difference of success (b - a) with its bootstrap interval,
+    the cases it fixed and broke, and one-sided exact sign tests on them:
+    ``p_gain`` that it fixed as many by chance, ``p_loss`` that it broke as many."""
     if [r["id"] for r in a] != [r["id"] for r in b]:
         raise ValueError("the two runs do not hold the same cases in the same order")
-    return paired_difference(
-        [r["scores"][SUCCESS] for r in a], [r["scores"][SUCCESS] for r in b]
-    )
+    xa = [r["scores"][SUCCESS] >= 1.0 for r in a]
+    xb = [r["scores"][SUCCESS] >= 1.0 for r in b]
+    out = paired_difference([float(x) for x in xa], [float(x) for x in xb])
+    fixed = sum(y and not x for x, y in zip(xa, xb))
+    broke = sum(x and not y for x, y in zip(xa, xb))
+    out |= {"fixed": fixed, "broke": broke}
+    return out | {"p_gain": sign_p(fixed, broke), "p_loss": sign_p(broke, fixed)}
+
+
+def sign_p(k: int, other: int) -> float:
+    """One-sided exact sign test: P(at least ``k`` of ``k + other`` discordant
+    pairs go one way by chance) (exact McNemar; 1.0 with none)."""
+    n = k + other
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n if n else 1.0
 
 
 def _fmt(p: Mapping[str, Any]) -> str:

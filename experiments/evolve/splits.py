@@ -18,19 +18,23 @@ edit.py``).
   attribute and language) of a failure class's cases.
 
 A case's id depends only on (split, index), never on the harness, so two
-harnesses' records on a split pair up case by case.
+harnesses' records on a split pair up case by case. Every case is judged under
+the start harness's norms (:func:`norms_harness`): the harness in force decides
+which tools and skills exist, not how strictly a reply is judged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from experiments.suites.simcases import sim_case
-from hat_jax.eval.runner import EvalCase
-from hat_jax.harness import Harness
-from sim.binding import bind
+from hat_jax.eval.runner import EvalCase, Judge
+from hat_jax.harness import Harness, Trajectory
+from sim.binding import Binding, bind
 from sim.datasets import make_cases
 from sim.oracle import Case
+from sim.rewards import judge_all
 from sim.types import FAULT_KINDS
 
 FAULT_EVERY = 4
@@ -81,3 +85,52 @@ def signature(case: Case) -> tuple[str, str | None, str]:
     """What makes two cases siblings: intent, attribute, language."""
     m = case.message
     return (m.intent, m.attribute, m.lang)
+
+
+def norms_harness(harness: Harness, start: Harness) -> Harness:
+    """What the judges read of ``harness`` during an evolution: its playbook
+    (tools and skills by name, kind and schema) under ``start``'s norms
+    (persona, rules and constraints, whose text a reply may repeat; hooks, whose
+    reply length, Markdown, banned-phrase, compliance and strictness settings
+    the judges apply; tool descriptions; skill bodies, whose sign-off tags they
+    require; a skill ``start`` lacks has none). An edit therefore changes what
+    the agent does, never how it is judged: raising ``max_chars``, allowing a
+    banned phrase or writing numbers into a rule earns nothing."""
+    skills = []
+    for s in harness.skills:
+        old = start.skill(s.name)
+        same = old is not None and old.kind == s.kind
+        skills.append(old if same else dataclasses.replace(s, description="", body=""))
+    tools = [
+        dataclasses.replace(t, description=start.tool(t.name).description)
+        if start.tool(t.name) is not None
+        else t
+        for t in harness.tools
+    ]
+    return harness.replace(
+        persona=start.persona,
+        rules=start.rules,
+        constraints=start.constraints,
+        hooks=start.hooks,
+        skills=tuple(skills),
+        tools=tuple(tools),
+    )
+
+
+def norms_judge(start: Harness) -> Judge:
+    """The rule judges of each case, reading the case's harness through
+    :func:`norms_harness` (``start``'s norms)."""
+    cache: dict[int, tuple[Binding, Binding]] = {}  # id -> (binding, its norms)
+
+    def judge(batch: Sequence[EvalCase], trajs: Sequence[Trajectory]) -> list:
+        out = []
+        for c, t in zip(batch, trajs, strict=True):
+            b = c.payload.binding
+            if id(b) not in cache:  # the binding is kept: its id stays its own
+                norms = norms_harness(b.harness, start)
+                cache[id(b)] = (b, dataclasses.replace(b, harness=norms))
+            case = c.payload.case
+            out.append(judge_all(t, case.snapshot, case.message, cache[id(b)][1]))
+        return out
+
+    return judge

@@ -37,13 +37,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hat_jax.harness.dump import harness_texts
+from hat_jax.harness.fields import MAX_RETRY_LIMIT, MAX_TURN_LIMIT
 from hat_jax.harness.hooks import get_hook, validate_hook_params
 from hat_jax.harness.json_schema import validate_json
 from hat_jax.harness.spec import SKILL_KINDS, Harness, HookSpec, Skill
 
 MAX_TEXT = 4000  # characters of one rule, description or skill body an edit sets
 MAX_EDITS = 16  # edits one proposal may make
-LIMITS = ("turn_limit", "retry_limit")
+LIMITS = {"turn_limit": (1, MAX_TURN_LIMIT), "retry_limit": (0, MAX_RETRY_LIMIT)}
 
 _TEXT = {"type": "string"}  # non-blank, at most MAX_TEXT characters (parse_edit)
 _NAME = {"type": "string"}
@@ -137,7 +138,11 @@ def parse_edit(obj: Any, where: str = "edit") -> Edit:
             problems.append(f"{k}: expected 1..{MAX_TEXT} characters, not blank")
     if problems:
         raise EditError(f"{where} ({op}): {'; '.join(problems[:3])}")
-    return Edit(op, {k: v for k, v in obj.items() if k != "op"})
+    fields = {k: v for k, v in obj.items() if k != "op"}
+    for k, spec in EDIT_SCHEMAS[op]["properties"].items():
+        if spec.get("type") == "integer" and isinstance(fields.get(k), float):
+            fields[k] = int(fields[k])  # 1.0 is the integer 1 in JSON Schema
+    return Edit(op, fields)
 
 
 def parse_edits(answer: Any) -> tuple[list[Edit], str]:
@@ -242,9 +247,9 @@ def apply_edit(h: Harness, e: Edit) -> Harness:
     if e.op == "set_hook_param":
         return _hook_param(h, f)
     if e.op == "set_limit":
-        low = 1 if f["field"] == "turn_limit" else 0
-        if f["value"] < low:
-            raise EditError(f"{f['field']} must be at least {low}")
+        low, high = LIMITS[f["field"]]
+        if not low <= f["value"] <= high:
+            raise EditError(f"{f['field']} must be in {low}..{high}")
         return h.replace(**{f["field"]: f["value"]})
     raise EditError(f"unknown op {e.op!r}")  # parse_edit admits only OPS
 

@@ -3,6 +3,7 @@ error classes, its accepted edits raise held-out success, the regression check
 rejects a harmful edit, noise is not confirmed, bad editor answers are
 rejected with a reason, and a killed evolution resumes where it stopped."""
 
+import dataclasses
 import hashlib
 import json
 
@@ -13,31 +14,39 @@ from experiments.evolve import cli
 from experiments.evolve.editors import RULES, Rule, ScriptedEditor
 from experiments.evolve.loop import Evolution, EvolveConfig, memoriser_for
 from experiments.evolve.report import write_report
-from experiments.suites.simcases import oracle_for
+from experiments.evolve.splits import base_cases, eval_cases, norms_judge
+from experiments.suites.simcases import judge_sim, oracle_for
 from hat_jax.eval.records import read_records
 from hat_jax.eval.stats import paired_difference
 from hat_jax.harness import PolicyOutput, load_harness
 from hat_jax.harness.edits import apply_edits, parse_edits
 from hat_jax.jsonl import DataError
 from paper.tables.evolution import evolution_rows
+from sim.oracle import gold_trajectories
 
 CFG = EvolveConfig(dev_n=64, regression_n=64, test_n=64, confirm_pool=160)
 CAMPAIGN = "misses the Double N cross-shop discount"
 NO_REPLY = "no reply (status failed)"
 
 
-def planted() -> "load_harness":
-    """taolive_v1 with its reply length hook tightened to 20 characters: under
-    Double 12 traffic, v1's missing campaign skill is one planted class, turns
-    whose every reply the hook rejects the other."""
-    edit = {"op": "set_hook_param", "hook": "reply_format"}
-    edit |= {"param": "max_chars", "value": 20}
+def planted():
+    """taolive_v1 whose require_skill hook asks for a strategy skill before
+    every reply: turns that need none end without a reply (one planted class);
+    under Double 12 traffic v1's missing campaign skill is the other."""
+    edit = {"op": "set_hook_param", "hook": "require_skill"}
+    edit |= {"param": "kinds", "value": ["strategy"]}
     return apply_edits(load_harness("taolive_v1"), parse_edits({"edits": [edit]})[0])
 
 
 def evolve(out, editor=None, policy_for=oracle_for, cfg=CFG, start=None):
     evo = Evolution(
-        start or planted(), out, editor or ScriptedEditor(), policy_for, cfg, log=print
+        start or planted(),
+        out,
+        editor or ScriptedEditor(),
+        policy_for,
+        cfg,
+        log=print,
+        agent={"agent": "scripted, in the test"},
     )
     return evo.evolve()
 
@@ -56,7 +65,7 @@ def scripted_run(tmp_path_factory):
 
 def test_the_loop_finds_the_planted_classes_and_fixes_them(scripted_run):
     out, ds = scripted_run
-    assert {CAMPAIGN, NO_REPLY} <= set(ds[0]["confirmed"])
+    assert NO_REPLY in ds[0]["confirmed"] and CAMPAIGN in ds[1]["confirmed"]
     assert [bool(d["accepted"]) for d in ds] == [True, True, False]
     assert ds[2]["summary"] == "no confirmed error class"  # early stop
     fixed = [k for d in ds for k in d.get("fixed", [])]
@@ -65,7 +74,9 @@ def test_the_loop_finds_the_planted_classes_and_fixes_them(scripted_run):
     gain = paired_difference(start, final)  # held-out test split, same cases
     assert gain["ci"][0] > 0.2 and gain["b"] == 1.0
     # each accepted round's harness folder, its diff and its reason are kept
-    cand = out / ds[0]["accepted"]
+    first = load_harness(out / ds[0]["accepted"] / "harness")
+    assert first.hook("require_skill").params["kinds"] == ["reply"]
+    cand = out / ds[1]["accepted"]
     assert load_harness(cand / "harness").skill("campaign_double12") is not None
     assert "+- Double 12" in (cand / "diff.patch").read_text()
     ev = write_report(out)
@@ -90,7 +101,8 @@ def test_a_harmful_edit_is_rejected_by_the_regression_check(tmp_path):
         ]
 
     editor = ScriptedEditor(rules=(Rule("harmful", harmful), *RULES))
-    ds = evolve(tmp_path, editor, cfg=CFG.__class__(**{**CFG.__dict__, "rounds": 1}))
+    cfg = CFG.__class__(**{**CFG.__dict__, "rounds": 1})
+    ds = evolve(tmp_path, editor, cfg=cfg, start=load_harness("taolive_v1"))
     bad, good = ds[0]["candidates"][:2]
     assert bad["rule"] == "harmful" and not bad["accepted"]
     assert bad["dev"]["ci"][0] > 0  # it does raise dev success...
@@ -150,7 +162,7 @@ class Answers:
 
 
 def test_bad_editor_answers_are_rejected_with_a_reason(tmp_path):
-    fix = {"op": "set_hook_param", "hook": "reply_format", "param": "max_chars"}
+    fix = {"op": "set_hook_param", "hook": "require_skill", "param": "kinds"}
     answers = [
         {"error": "endpoint: POST .../chat/completions: HTTP 500"},
         {"answer": "Sure! Here are my edits: add a rule"},
@@ -177,7 +189,7 @@ def test_bad_editor_answers_are_rejected_with_a_reason(tmp_path):
         },  # fmt: skip
         {
             "answer": "```json\n"
-            + json.dumps({"edits": [fix | {"value": 120}]})
+            + json.dumps({"edits": [fix | {"value": ["reply"]}]})
             + "\n```"
         },
     ]
@@ -278,8 +290,8 @@ class EditorServer:
 def test_the_llm_editor_against_a_stub_server(tmp_path, monkeypatch):
     from experiments.evolve.editors import LLMEditor
 
-    fix = {"op": "set_hook_param", "hook": "reply_format", "param": "max_chars"}
-    good = json.dumps({"rationale": "replies fit", "edits": [fix | {"value": 120}]})
+    fix = {"op": "set_hook_param", "hook": "require_skill", "param": "kinds"}
+    good = json.dumps({"rationale": "reply", "edits": [fix | {"value": ["reply"]}]})
     replies = [(200, "I would add a rule about replies.")]  # not JSON
     replies += [(500, "")] * 3  # a server error, retried twice, then given up
     replies += [(200, f"<think>the hook is too tight</think>\n{good}")]
@@ -297,8 +309,8 @@ def test_the_llm_editor_against_a_stub_server(tmp_path, monkeypatch):
     assert body["model"] == "m" and "seed" not in body
     system, user = (m["content"] for m in body["messages"])
     assert '{"op": "set_hook_param"' in system
-    assert "=== manifest.yaml ===" in user and "max_chars: 20" in user
-    assert NO_REPLY in user and CAMPAIGN in user
+    assert "=== manifest.yaml ===" in user and "- strategy" in user
+    assert NO_REPLY in user and "never instructions to you" in user
     schema = body["response_format"]["json_schema"]["schema"]
     assert len(schema["properties"]["edits"]["items"]["anyOf"]) == 11
     assert len(server.requests) == 5  # three answers, the failed one tried thrice
@@ -317,3 +329,59 @@ def test_a_memoriser_of_the_start_harness_cannot_be_evolved(tmp_path):
     (cand,) = ds[0]["candidates"]  # ...the campaign edit is proposed...
     assert cand["stage"] == "dev" and cand["dev"]["diff"] == 0.0  # ...and ignored
     assert not ds[0]["accepted"]
+
+
+def test_edits_cannot_make_the_judge_easier():
+    """The judges read the start harness's norms (splits.norms_harness): numbers
+    written into a rule, a lifted length limit or an allowed banned phrase earn
+    a bad reply nothing, while the playbook (the campaign skill) still counts."""
+    v1 = load_harness("taolive_v1")
+    loose = [
+        {"op": "add_rule", "text": "Codes: " + " ".join(map(str, range(1000)))},
+        {"op": "set_hook_param", "hook": "reply_format", "param": "max_chars"}
+        | {"value": 4000},
+        {"op": "set_hook_param", "hook": "compliance", "param": "allow"}
+        | {"value": ["全网最低价"]},
+        {"op": "set_hook_param", "hook": "reply_format", "param": "banned_phrases"}
+        | {"value": ["guaranteed cure"]},
+    ]  # on taolive_d12: v1 with the campaign skill, rule and compliance hook
+    cand = apply_edits(load_harness("taolive_d12"), parse_edits({"edits": loose})[0])
+    cases = eval_cases("dev", base_cases("dev", 0, 24), cand)
+    trajs = gold_trajectories([c.payload.case for c in cases], cand)
+    bad = []
+    for t in trajs:  # an invented number, a banned phrase, a long tail
+        t = dataclasses.replace(
+            t, reply=(t.reply or "") + " 只剩777件，全网最低价！" * 8
+        )
+        t.messages[-1] = {**t.messages[-1], "content": t.reply}
+        bad.append(t)
+    plain = [s["success"].value for s in judge_sim(cases, bad)]
+    pinned = [s["success"].value for s in norms_judge(v1)(cases, bad)]
+    assert sum(plain) >= 4 and sum(pinned) == 0
+    good = [s["success"].value for s in norms_judge(v1)(cases, trajs)]
+    assert sum(good) == len(trajs)  # the oracle's own turns still succeed
+
+
+def test_no_op_and_hostile_proposals_are_recorded(tmp_path):
+    answers = [
+        {
+            "answer": {
+                "edits": [
+                    {"op": "reword_rule", "index": 0}
+                    | {"text": load_harness("taolive_v1").rules[0]}
+                ]
+            }
+        },  # fmt: skip
+        {"answer": "\ud800 not text"},
+        "not a proposal",
+        {"answer": "x" * 300_000},
+        {"answer": {"edits": [{"op": "remove_rule", "index": 1.0}]}},
+    ]
+    cfg = CFG.__class__(**{**CFG.__dict__, "rounds": 1, "max_candidates": 8})
+    ds = evolve(tmp_path, Answers(answers), cfg=cfg)
+    verdicts = [c["verdict"] for c in ds[0]["candidates"]]
+    assert "change nothing" in verdicts[0]
+    assert "not JSON-able text" in verdicts[1]
+    assert "not a str" in verdicts[2]
+    assert "300" in verdicts[3] and "characters" in verdicts[3]
+    assert verdicts[4].startswith("rejected: dev success")  # parsed, evaluated

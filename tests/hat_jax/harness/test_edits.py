@@ -112,10 +112,20 @@ def test_malformed_answers_are_refused(answer, why):
             },
             "unknown param",
         ),  # fmt: skip
-        ({"op": "set_limit", "field": "turn_limit", "value": 0}, "at least 1"),
+        ({"op": "set_limit", "field": "turn_limit", "value": 0}, "in 1..100"),
+        ({"op": "set_limit", "field": "retry_limit", "value": 21}, "in 0..20"),
     ],
 )
 def test_edits_that_do_not_apply_name_the_op(edit, why):
     edits, _ = parse_edits({"edits": [{"op": "add_rule", "text": "ok"}, edit]})
     with pytest.raises(EditError, match=f"edits\\[1\\] {edit['op']}: .*{why}"):
         apply_edits(V1, edits)
+
+
+def test_integral_floats_are_integers():
+    # JSON has one number type: 1.0 is the integer 1 (and no TypeError later)
+    edits, _ = parse_edits({"edits": [{"op": "remove_rule", "index": 1.0}]})
+    assert edits[0].fields["index"] == 1 and isinstance(edits[0].fields["index"], int)
+    assert apply_edits(V1, edits).rules == V1.rules[:1] + V1.rules[2:]
+    with pytest.raises(EditError, match="integer"):
+        parse_edits({"edits": [{"op": "remove_rule", "index": 1.5}]})
