@@ -143,7 +143,8 @@ COMPACT_DRILL = COMPACT | {
     "est": COMPACT["est"] | {"drill": 330, "sft": 3000},
 }
 # compact_drill whose golds name each reply's plan before it (``sim.oracle.
-# reply_plan``, the world key ``reply_plan``): not measured yet (pilot 9's note).
+# reply_plan``, the world key ``reply_plan``; docs/results/hat_tiny_pilot.md,
+# eleventh pilot).
 COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
