@@ -113,8 +113,9 @@ def diagnose(records: Sequence[Mapping[str, Any]]) -> list[ErrorClass]:
         for pos, (judge, key) in enumerate(
             clauses(str(r["rationales"].get(SUCCESS, "")))
         ):
-            if r not in by_key.setdefault(key, []):
-                by_key[key].append(r)
+            rs = by_key.setdefault(key, [])
+            if not rs or rs[-1] is not r:  # two judges may give the same clause
+                rs.append(r)
             judges[key].add(judge)
             order[key] = max(order.get(key, 0), pos)
     ids = {k: {r["id"] for r in rs} for k, rs in by_key.items()}

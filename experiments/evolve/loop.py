@@ -13,13 +13,14 @@ Round 0 evaluates the start harness on dev, regression and test. Round k:
    reads one, bound to the simulator's playbook, and the oracle's gold turns on
    ``replay_n`` dev cases replayed against it (the HSA validator); any failure
    rejects it with its reason;
-5. evaluate: dev success must rise by more than its paired 95 % interval
-   (lower bound > 0) over the same cases;
+5. evaluate: dev success must rise beyond its paired 95 % interval (lower
+   bound > 0) over the same cases, and a one-sided exact sign test on the
+   cases it fixed and broke must give p <= ``P_GAIN``;
 6. regression check on the held-out regression split: rejected if success
-   falls by more than ``tolerance`` overall, if any group (intent; traffic or
-   tool fault) with ``min_group`` cases or more falls significantly by more
-   than ``tolerance`` (its paired interval's upper bound below -tolerance), or
-   if a class an earlier round fixed comes back in more cases than before;
+   falls by more than ``tolerance`` overall or in any group (intent; traffic
+   or tool fault) of ``min_group`` cases or more with a sign test p <=
+   ``P_LOSS`` on the cases it broke, or if a class an earlier round fixed
+   comes back in more cases than before;
 7. the first candidate that passes is accepted (and scored on test); a round
    with no confirmed class or no accepted candidate ends the evolution.
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,12 +46,18 @@ from experiments.evolve.editors import (
     checked_proposal,
     editor_settings,
 )
-from experiments.evolve.splits import base_cases, eval_cases, norms_judge, signature
+from experiments.evolve.splits import (
+    base_cases,
+    case_id,
+    eval_cases,
+    norms_judge,
+    signature,
+)
 from experiments.suites import SuiteOptions
 from experiments.suites.simcases import sim_rollout
 from hat_jax.eval.records import RecordWriter
 from hat_jax.eval.runner import EvalCase, PolicyFor, run_cases
-from hat_jax.eval.stats import paired_difference
+from hat_jax.eval.stats import paired_difference, sign_p
 from hat_jax.harness import Harness, HarnessError, dump_harness, load_harness
 from hat_jax.harness import Mapping as NameMapping
 from hat_jax.harness.dump import harness_texts
@@ -130,6 +136,7 @@ class Evolution:
         self.policy_for, self.cfg = policy_for, cfg
         self.progress, self.log = progress, log
         self._cases: dict[str, list] = {}
+        self._replays: dict[str, list[list[str]]] = {}  # harness id -> replay
 
     # --- cases and runs ----------------------------------------------------
     def cases(self, split: str) -> list:
@@ -271,9 +278,8 @@ class Evolution:
     ) -> list[ErrorClass]:
         """The classes that reproduce (module docstring, step 2)."""
         n = self.cfg.confirm_n
-        dev = dict(zip(eval_ids("dev", self.cases("dev")), self.cases("dev")))
+        dev = {case_id("dev", i): c for i, c in enumerate(self.cases("dev"))}
         pool = self.cases("confirm")
-        used: set[int] = set()
         runs: dict[str, list[str]] = {}
         chosen: dict[str, Any] = {}
         for c in classes:
@@ -284,9 +290,8 @@ class Evolution:
             sigs = {signature(dev[cid]) for cid in c.cases}
             sib = [i for i, case in enumerate(pool) if signature(case) in sigs][:n]
             for i in sib:
-                chosen[f"confirm-{i:05d}"] = pool[i]
-                used.add(i)
-            ids += [f"confirm-{i:05d}" for i in sib]
+                chosen[case_id("confirm", i)] = pool[i]
+            ids += [case_id("confirm", i) for i in sib]
             runs[c.key] = ids
         keys = list(chosen)
         cases = eval_cases("confirm", [chosen[k] for k in keys], harness)
@@ -376,8 +381,9 @@ class Evolution:
         write_text_atomic(
             cdir / "diff.patch", harness_diff(harness, loaded, ("current", "candidate"))
         )
-        before = self.replay(harness)
-        after = self.replay(loaded)
+        if harness.id not in self._replays:  # the harness in force: once a round
+            self._replays[harness.id] = self.replay(harness)
+        before, after = self._replays[harness.id], self.replay(loaded)
         return [
             f"gold dev-{i:05d}: {p}"
             for i, (old, new) in enumerate(zip(before, after))
@@ -447,10 +453,6 @@ def memoriser_for(start: Harness) -> PolicyFor:
     return policy_for
 
 
-def eval_ids(split: str, cases: Sequence) -> list[str]:
-    return [f"{split}-{i:05d}" for i in range(len(cases))]
-
-
 def _paired(a: Sequence[dict], b: Sequence[dict]) -> dict:
     """The paired difference of success (b - a) with its bootstrap interval,
     the cases it fixed and broke, and one-sided exact sign tests on them:
@@ -464,13 +466,6 @@ def _paired(a: Sequence[dict], b: Sequence[dict]) -> dict:
     broke = sum(x and not y for x, y in zip(xa, xb))
     out |= {"fixed": fixed, "broke": broke}
     return out | {"p_gain": sign_p(fixed, broke), "p_loss": sign_p(broke, fixed)}
-
-
-def sign_p(k: int, other: int) -> float:
-    """One-sided exact sign test: P(at least ``k`` of ``k + other`` discordant
-    pairs go one way by chance) (exact McNemar; 1.0 with none)."""
-    n = k + other
-    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n if n else 1.0
 
 
 def _fmt(p: Mapping[str, Any]) -> str:

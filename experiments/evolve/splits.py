@@ -62,6 +62,11 @@ def base_cases(split: str, seed: int, n: int) -> list[Case]:
     return out
 
 
+def case_id(split: str, i: int) -> str:
+    """The id of case ``i`` of ``split``, whatever the harness."""
+    return f"{split}-{i:05d}"
+
+
 def eval_cases(split: str, cases: list[Case], harness: Harness) -> list[EvalCase]:
     """``cases`` under ``harness`` as eval cases with ids ``SPLIT-INDEX``."""
     binding = bind(harness)
@@ -71,7 +76,7 @@ def eval_cases(split: str, cases: list[Case], harness: Harness) -> list[EvalCase
         kind = "tool_fault" if c.fault_plan else "traffic"
         out.append(
             sim_case(
-                f"{split}-{i:05d}",
+                case_id(split, i),
                 dataclasses.replace(c, snapshot=snap),
                 binding,
                 tags={"split": split, "kind": kind},

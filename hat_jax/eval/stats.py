@@ -138,6 +138,14 @@ def error_reduction(
     }
 
 
+def sign_p(k: int, other: int) -> float:
+    """One-sided exact sign test (exact McNemar): the chance that at least
+    ``k`` of ``k + other`` discordant pairs go one way when either way is
+    equally likely (1.0 with no discordant pair)."""
+    n = k + other
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n if n else 1.0
+
+
 def wilson_ci(k: float, n: int, *, level: float = LEVEL) -> tuple[float, float] | None:
     """The Wilson score interval of a binomial proportion ``k / n``.
 

@@ -37,3 +37,16 @@ def test_case_mean_ci_picks_wilson_for_binary_scores_only():
     w = case_mean_ci([1.0, 0.0, 1.0], [1, 2, 3])  # weighted: always bootstrap
     assert w == {**weighted_mean_ci([1.0, 0.0, 1.0], [1, 2, 3]), "method": "bootstrap"}
     assert case_mean_ci([])["mean"] is None
+
+
+def test_sign_p_is_the_binomial_tail_by_enumeration():
+    import itertools
+
+    from hat_jax.eval.stats import sign_p
+
+    for n in range(0, 9):
+        patterns = list(itertools.product((0, 1), repeat=n))
+        for k in range(n + 1):
+            brute = sum(sum(p) >= k for p in patterns) / len(patterns)
+            assert abs(sign_p(k, n - k) - brute) < 1e-12
+    assert sign_p(5, 0) == 1 / 32 and sign_p(0, 0) == 1.0
