@@ -3,9 +3,9 @@
 A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
-(default, `make reproduce`), ``compact``, ``compact_drill`` and ``compact_plan``
-(issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's
-tests). Runs: see ``experiments.driver.hat_pipeline``.
+(default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
+``compact_num`` (issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid``
+(the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -146,6 +146,11 @@ COMPACT_DRILL = COMPACT | {
 # reply_plan``, the world key ``reply_plan``; docs/results/hat_tiny_pilot.md,
 # eleventh pilot).
 COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
+# compact_plan with numbers cut in groups of up to 3 digits, each group one
+# token (``experiments.world.tokenizer.DIGITS``): a price is copied from a tool
+# result in one step instead of one per digit; 3,072 entries keep ~1,950 for
+# text, as compact_plan's 2,048 (docs/results/hat_tiny_pilot.md, twelfth pilot).
+COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -163,6 +168,7 @@ SCALES = {
     "compact": COMPACT,
     "compact_drill": COMPACT_DRILL,
     "compact_plan": COMPACT_PLAN,
+    "compact_num": COMPACT_NUM,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

@@ -151,6 +151,8 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
             "files": files + ("@sim_hsa/data.jsonl",),
             "est_s": est["tok"],
         }
+        if s.get("digits"):  # how numbers are cut (experiments.world.tokenizer)
+            out["tokenizer"]["digits"] = s["digits"]
         start: tuple[str, ...] = ()
         if s.get("drill"):  # a first phase of short look-ups: where copying forms
             out["drill_data"] = {"kind": "world_base", "mix": "drill", "seed": 0}

@@ -131,7 +131,10 @@ def tokenizer(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]
     from experiments.world.tokenizer import train_tokenizer
 
     tok = train_tokenizer(
-        list(p["files"]), vocab_size=int(p["vocab_size"]), out=out / "tokenizer"
+        list(p["files"]),
+        vocab_size=int(p["vocab_size"]),
+        out=out / "tokenizer",
+        digits=str(p.get("digits", "single")),
     )
     return {"vocab_size": int(getattr(tok, "vocab_size", p["vocab_size"]))}
 

@@ -55,6 +55,13 @@ def add_arguments(p) -> None:
         default=2048,
         help=f"{MIN_VOCAB}..{MAX_VOCAB}, default 2048",
     )
+    t.add_argument(
+        "--digits",
+        default="single",
+        choices=("single", "groups"),
+        help="single: a token a digit (default); groups: runs of up to 3 digits, "
+        "each one token (1,100 more entries)",
+    )
     t.add_argument("--out", required=True, help="output folder")
 
 
@@ -97,7 +104,9 @@ def _tokenizer(args) -> int:
                 "expected a JSONL file)"
             )
     t0 = time.perf_counter()
-    tok = train_tokenizer(args.files, vocab_size=args.vocab_size, out=args.out)
+    tok = train_tokenizer(
+        args.files, vocab_size=args.vocab_size, out=args.out, digits=args.digits
+    )
     print(
         f"trained a {tok.vocab_size}-token BPE on {len(args.files)} file(s) into "
         f"{args.out} ({time.perf_counter() - t0:.1f} s)"

@@ -24,6 +24,7 @@ at most 775), SmolLM2 278.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -106,13 +107,64 @@ def _pieces(files: Sequence[str | Path]) -> Iterator[str]:
         yield from (p for p in _ADDED.split(text) if p)
 
 
-def new_backend() -> tokenizers.Tokenizer:
+# How numbers are cut. ``single``: one token a digit (Qwen's pattern).
+# ``groups``: runs of up to three digits from the left, every such group one
+# token (the 1,110 strings of 1-3 digits join the vocabulary, as in Llama 3's
+# and cl100k's vocabularies): a price is one or two tokens, so quoting it from
+# a tool result is one copy instead of one per digit.
+DIGITS = ("single", "groups")
+_ONE_DIGIT = r"|\p{N}|"
+NUMBER_GROUPS = tuple(
+    f"{i:0{w}d}" for w in (1, 2, 3) for i in range(10**w)
+)  # "0".."9", "00".."99", "000".."999"
+
+
+_GROUPS_PATTERN = SPLIT_PATTERN.replace(_ONE_DIGIT, r"|\p{N}{1,3}|", 1)
+if _GROUPS_PATTERN == SPLIT_PATTERN:  # pragma: no cover - a changed Qwen pattern
+    raise RuntimeError(f"no {_ONE_DIGIT!r} in Qwen's split pattern")
+
+
+def split_pattern(digits: str = "single") -> str:
+    """The pre-tokeniser's regex for a :data:`DIGITS` choice."""
+    if digits not in DIGITS:
+        raise ValueError(f"digits must be one of {DIGITS}, got {digits!r}")
+    return SPLIT_PATTERN if digits == "single" else _GROUPS_PATTERN
+
+
+def _add_number_groups(backend: tokenizers.Tokenizer) -> tokenizers.Tokenizer:
+    """``backend`` with every :data:`NUMBER_GROUPS` string one token.
+
+    Appends the missing groups to the vocabulary and, for each, the merges
+    that build it whichever pair the trained merges join first (``"32" + "9"``
+    and ``"3" + "29"``), so a run of 1-3 digits always ends as one token.
+    """
+    state = json.loads(backend.to_str())
+    vocab: dict[str, int] = state["model"]["vocab"]
+    merges = [
+        tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
+        for m in state["model"]["merges"]
+    ]
+    have = set(merges)
+    for g in NUMBER_GROUPS:
+        if g not in vocab:
+            vocab[g] = len(vocab)
+        for a, b in {(g[:1], g[1:]), (g[:-1], g[-1:])}:
+            if len(g) > 1 and (a, b) not in have:
+                have.add((a, b))
+                merges.append((a, b))
+    state["model"]["merges"] = [list(m) for m in merges]
+    return tokenizers.Tokenizer.from_str(json.dumps(state))
+
+
+def new_backend(digits: str = "single") -> tokenizers.Tokenizer:
     """An untrained BPE with our pre-tokeniser and decoder."""
     backend = tokenizers.Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Split(
-                tokenizers.Regex(SPLIT_PATTERN), behavior="isolated", invert=False
+                tokenizers.Regex(split_pattern(digits)),
+                behavior="isolated",
+                invert=False,
             ),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
@@ -129,13 +181,20 @@ def chat_template() -> str:
 
 
 def train_tokenizer(
-    files: Sequence[str | Path], *, vocab_size: int, out: str | Path
+    files: Sequence[str | Path],
+    *,
+    vocab_size: int,
+    out: str | Path,
+    digits: str = "single",
 ) -> Tokenizer:
     """Trains the world tokenizer on ``files`` and saves it in folder ``out``.
 
     Args:
       files: JSONL files of trajectories or prompts.
-      vocab_size: total vocabulary, added tokens included.
+      vocab_size: total vocabulary, added tokens included (at most: with
+        ``digits="groups"`` the number groups the trainer also learned count
+        once).
+      digits: how numbers are cut (:data:`DIGITS`).
       out: the folder for ``tokenizer.json`` and ``tokenizer_config.json``.
 
     Returns:
@@ -150,15 +209,23 @@ def train_tokenizer(
             f"vocab_size must be {MIN_VOCAB}..{MAX_VOCAB} (above the bytes + added "
             f"tokens; the trainer allocates per entry up front), got {vocab_size}"
         )
-    backend = new_backend()
+    backend = new_backend(digits)
+    groups = len(NUMBER_GROUPS) - 10 if digits == "groups" else 0
+    if vocab_size - groups < MIN_VOCAB:
+        raise ValueError(
+            f"vocab_size {vocab_size} leaves no room for the {groups} number "
+            f"groups of digits='groups' (at least {MIN_VOCAB + groups})"
+        )
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(ADDED_TOKENS),
+        vocab_size=vocab_size - len(ADDED_TOKENS) - groups,
         min_frequency=2,
         show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         special_tokens=[],
     )
     backend.train_from_iterator(_pieces(files), trainer=trainer)
+    if groups:
+        backend = _add_number_groups(backend)
     backend.add_special_tokens(
         [
             tokenizers.AddedToken(t, special=True, normalized=False)

@@ -113,3 +113,17 @@ def test_compact_drill_base_starts_from_a_drill_phase(tmp_path):
     compact, _ = load_runs(f"{path}:scale=compact", tmp_path / "compact")
     assert all("drill" not in r.by_name for r in compact)
     assert "mix" not in compact[0].by_name["base_data"].spec
+
+
+def test_compact_num_cuts_numbers_in_groups(tmp_path):
+    """scale=compact_num: the tokenizer step cuts numbers in digit groups with
+    room for them (3,072 entries, the model's vocabulary too); the other scales'
+    tokenizer steps carry no ``digits`` key, so their cached steps keep their
+    hashes."""
+    path = CONFIG_DIR / "hat_tiny.py"
+    runs, _ = load_runs(f"{path}:scale=compact_num", tmp_path)
+    tok = runs[0].by_name["tokenizer"].spec
+    assert tok["digits"] == "groups" and tok["vocab_size"] == 3072
+    assert "model.vocab_size=3072" in runs[0].by_name["drill"].spec["overrides"]
+    plan, _ = load_runs(f"{path}:scale=compact_plan", tmp_path / "plan")
+    assert "digits" not in plan[0].by_name["tokenizer"].spec
