@@ -17,6 +17,11 @@ file ``data.eval`` when one is set, else of the training set. It logs, beside
                           decoding writes closed-loop (a policy that writes the
                           majority intent scores that intent's share of rows)
   train/decision_accuracy the same over every decision token
+  train/decision_exact/<kind>  the share of kind-``kind`` spans (a maximal run
+                          of tokens of that kind: a value, a name, a number)
+                          whose every token is predicted: a price is right
+                          only with all its digits, so tokenisers that cut
+                          numbers differently compare on the same footing
 """
 
 from __future__ import annotations
@@ -74,10 +79,36 @@ class DecisionProbe:
         ]
         if INTENT in have:
             self.names.append("train/decision/intent_first")
+        self.kinds = batch["kinds"]
 
     def __call__(self, state) -> dict[str, float]:
         out = jax.device_get(self._fn(state.params, state.frozen, self.batch))
-        return {k: float(out[k]) for k in self.names}
+        metrics = {k: float(out[k]) for k in self.names}
+        return metrics | exact_spans(np.asarray(out["correct"]), self.kinds)
+
+
+def exact_spans(correct: np.ndarray, kinds: np.ndarray) -> dict[str, float]:
+    """``train/decision_exact/<kind>`` for each kind present: the share of runs
+    of consecutive kind-``kind`` tokens (per row) whose tokens are all correct.
+
+    Args:
+      correct: bool [R, T], argmax == target.
+      kinds: int8 [R, T], each target's decision kind (0 none).
+    """
+    flat_k = kinds.reshape(-1)
+    flat_c = correct.reshape(-1)
+    start = np.ones_like(flat_k, bool)
+    start[1:] = flat_k[1:] != flat_k[:-1]
+    start[:: kinds.shape[1]] = True  # a run never crosses rows
+    at = np.flatnonzero(start)
+    run_kind = flat_k[at]
+    run_ok = np.minimum.reduceat(flat_c.astype(np.int8), at).astype(bool)
+    out = {}
+    for i, name in enumerate(KINDS):
+        mine = run_kind == i + 1
+        if mine.any():
+            out[f"train/decision_exact/{name}"] = float(run_ok[mine].mean())
+    return out
 
 
 def span_starts(mask: jax.Array) -> jax.Array:
@@ -100,4 +131,5 @@ def _accuracy(params, frozen, batch, *, graphdef) -> dict[str, jax.Array]:
     out = {f"train/decision/{k}": share(kinds == i + 1) for i, k in enumerate(KINDS)}
     out["train/decision_accuracy"] = share(kinds > 0)
     out["train/decision/intent_first"] = share(span_starts(kinds == INTENT))
+    out["correct"] = correct  # [R, T], for the exact-span shares on the host
     return out

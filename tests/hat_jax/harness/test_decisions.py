@@ -93,6 +93,33 @@ def test_span_starts_marks_the_first_token_of_each_span():
     assert (np.asarray(span_starts(mask)) == want).all()
 
 
+def test_exact_spans_count_a_value_right_only_with_all_its_tokens():
+    from hat_jax.harness.decisions import KINDS
+    from hat_jax.train.decision_probe import exact_spans
+
+    rng = np.random.default_rng(1)
+    kinds = rng.choice([0, 0, 4, 6, 6, 7], size=(5, 30)).astype(np.int8)
+    correct = rng.random((5, 30)) < 0.8
+    runs: dict[int, list[bool]] = {}
+    for r in range(5):  # brute force: walk each row, a run ends where the kind changes
+        t = 0
+        while t < 30:
+            u = t
+            while u + 1 < 30 and kinds[r, u + 1] == kinds[r, t]:
+                u += 1
+            if kinds[r, t]:
+                runs.setdefault(int(kinds[r, t]), []).append(
+                    correct[r, t : u + 1].all()
+                )
+            t = u + 1
+    want = {f"train/decision_exact/{KINDS[k - 1]}": np.mean(v) for k, v in runs.items()}
+    got = exact_spans(correct, kinds)
+    assert got.keys() == want.keys() and all(np.isclose(got[k], want[k]) for k in want)
+    # a three-digit price with its middle digit wrong: 2 of 3 tokens, 0 of 1 value
+    one = exact_spans(np.array([[True, True, False, True]]), np.array([[0, 6, 6, 6]]))
+    assert one == {"train/decision_exact/fact": 0.0}
+
+
 def test_intent_kind_lines_up_with_the_ids_of_a_gold(tokenizer):
     reasoning = "The viewer's message is a chit chat: call get_x first."
     traj = Trajectory(

@@ -160,6 +160,8 @@ def test_memorises_20_examples(memo_jsonl, memo_tokenizer, tmp_path, steps=250):
     assert set(probed[-1]) >= {"train/decision/number"}
     assert probed[0]["train/decision_accuracy"] < 0.5
     assert last["train/decision_accuracy"] == 1.0
+    assert last["train/decision_exact/number"] == 1.0  # every code, all its digits
+    assert probed[0]["train/decision_exact/number"] < 0.5
     stats = json.loads((tmp_path / "config.json").read_text())["data_stats"]
     assert stats["examples"] == 20
     assert last["train/loss_tokens"] == stats["loss_tokens"]  # all 20 in the batch
