@@ -103,6 +103,13 @@ def add_arguments(p) -> None:
         '("Reply: decline the claim, give selling points.")',
     )
     g.add_argument(
+        "--slips",
+        type=float,
+        default=0.0,
+        help="share of cases whose first reply quotes wrong numbers, rejected "
+        "by the hooks before the gold reply (sim.oracle_slips; default 0)",
+    )
+    g.add_argument(
         "--format",
         choices=FORMATS,
         default="jsonl",
@@ -199,6 +206,7 @@ def _generate(args) -> int:
             progress=bar.update,
             compact_results=getattr(args, "compact_results", False),
             reply_plan=getattr(args, "reply_plan", False),
+            slips=getattr(args, "slips", 0.0),
         )
         failures = 0
         if hsa:

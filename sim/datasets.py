@@ -244,6 +244,7 @@ def generate(
     progress: Callable[[int], Any] | None = None,
     compact_results: bool = False,
     reply_plan: bool = False,
+    slips: float = 0.0,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
@@ -259,6 +260,8 @@ def generate(
       compact_results: tools return only the fields a reply needs.
       reply_plan: the reasoning before each reply names what it says
         (``sim.oracle.reply_plan``).
+      slips: the share of cases whose first reply quotes wrong numbers that
+        the hooks reject before the gold reply (``sim.oracle_slips``).
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)
     and ``catalog``: its split, seed, SKU ids and brands.
@@ -275,6 +278,7 @@ def generate(
             reasoning=reasoning,
             compact_results=compact_results,
             reply_plan=reply_plan,
+            slips=slips,
         )
         for case, traj in zip(batch, trajs):
             traj.meta["catalog"] = _catalog_meta(case.snapshot.catalog)

@@ -71,6 +71,7 @@ from sim.binding import (
     gold_skills,
 )
 from sim.oracle_replies import Reply, candidates
+from sim.oracle_slips import slip, slips_here
 from sim.tools import SIM_META, FaultConfig, SimBackend, sim_meta
 from sim.types import RoomSnapshot, ViewerMessage, needed_roles
 
@@ -286,6 +287,8 @@ class OraclePolicy:
       reasoning: write a short ``<think>`` before each message.
       reply_plan: the reasoning before a reply names what it says first
         (:func:`reply_plan`: "Reply: decline the claim, give selling points.").
+      slips: the share of cases whose first reply quotes wrong numbers, for the
+        hooks to reject (``sim.oracle_slips``).
     """
 
     def __init__(
@@ -295,12 +298,16 @@ class OraclePolicy:
         *,
         reasoning: bool = True,
         reply_plan: bool = False,
+        slips: float = 0.0,
     ):
         if isinstance(bindings, Binding):
             bindings = [bindings] * len(cases)
         if len(bindings) != len(cases):
             raise ValueError(f"{len(bindings)} bindings for {len(cases)} cases")
         self.reasoning, self.reply_plan = reasoning, reply_plan
+        if not 0.0 <= float(slips) <= 1.0:
+            raise ValueError(f"slips must be a share in [0, 1], got {slips!r}")
+        self.slips = float(slips)
         self.table: dict[tuple[str, str], tuple[Case, Binding]] = {}
         for case, binding in zip(cases, bindings):
             key = case_key(case, binding)
@@ -387,18 +394,22 @@ class OraclePolicy:
             (r for r in fresh if _passes(h, msg.text, loaded, facts, r)), fresh[0]
         )
         gave_up = [role for role in roles if results[role] is None]
-        if seen.replies:
-            why = "The harness rejected my reply; send a version that meets its checks."
-        elif gave_up:
+        named = named_numbers(reply, facts)
+        if gave_up:
             why = "A tool failed twice; tell the viewer I am checking, no guesses."
         else:
             lang = language_name(msg.lang)  # named: the reply copies it from here
             # what it says, a few tokens back (a plan needs its own pilot first)
             plan = f"Reply: {reply_plan(msg)}. " if self.reply_plan else ""
             why = f"{plan}Answer from the tool results only; short, in {lang}."
-            named = named_numbers(reply, facts)
             if named:  # the key then the value: where each quoted number comes from
                 why = f"{plan}Quote {', '.join(named)}; short, in {lang}."
+        if seen.replies:  # after feedback: look the facts up again
+            why = f"The harness rejected my reply. {why}"
+        elif self.slips and slips_here(case.case_id, self.slips) and not gave_up:
+            bad = slip(case.case_id, reply, why, named, facts)
+            if bad and not _passes(h, msg.text, loaded, facts, bad[0]):
+                return _assistant(content=bad[0], reasoning=self._think(bad[1]))
         return _assistant(content=reply, reasoning=self._think(why))
 
     def _think(self, text: str) -> str | None:
@@ -449,14 +460,15 @@ def gold_trajectories(
     reasoning: bool = True,
     compact_results: bool = False,
     reply_plan: bool = False,
+    slips: float = 0.0,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
     Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
     :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
     ``seed``; ``compact_results``: only the fields a reply needs,
-    ``sim.tools_compact``; ``reply_plan``: :class:`OraclePolicy`'s). ``mapping``
-    is taolive_v1 -> ``harness`` (default: the canonical mapping; for an
+    ``sim.tools_compact``; ``reply_plan``, ``slips``: :class:`OraclePolicy`'s).
+    ``mapping`` is taolive_v1 -> ``harness`` (default: the canonical mapping; for an
     augmented harness pass
     ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
     gets the case's JSON-able records (:func:`annotate`).
@@ -467,7 +479,7 @@ def gold_trajectories(
     for wave in _waves(cases, binding):
         batch = [cases[i] for i in wave]
         policy = OraclePolicy(
-            batch, binding, reasoning=reasoning, reply_plan=reply_plan
+            batch, binding, reasoning=reasoning, reply_plan=reply_plan, slips=slips
         )
         requests = [case_request(c, binding) for c in batch]
         trajs = run_turns(harness, requests, policy, backend, seed=seed)

@@ -4,8 +4,8 @@ A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
-``compact_num`` (issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid``
-(the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
+``compact_num``, ``compact_slip`` (issue 16, being sized), ``dense``, ``micro``
+/ ``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -151,6 +151,10 @@ COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan":
 # result in one step instead of one per digit; 3,072 entries keep ~1,950 for
 # text, as compact_plan's 2,048 (docs/results/hat_tiny_pilot.md, twelfth pilot).
 COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
+# compact_num whose golds include slips (``sim.oracle_slips``): in 30 % of
+# the cases the first reply quotes wrong numbers, the factual_risk hook rejects
+# it and the gold reply follows; SFT trains the recovery, never the slip.
+COMPACT_SLIP = COMPACT_NUM | {"world": COMPACT_NUM["world"] | {"slips": 0.3}}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -169,6 +173,7 @@ SCALES = {
     "compact_drill": COMPACT_DRILL,
     "compact_plan": COMPACT_PLAN,
     "compact_num": COMPACT_NUM,
+    "compact_slip": COMPACT_SLIP,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

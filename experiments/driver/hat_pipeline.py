@@ -124,6 +124,7 @@ def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
         "est_s": est,
         **_presentation(w),
         **({"reply_plan": True} if w.get("reply_plan") else {}),
+        **({"slips": w["slips"]} if w.get("slips") else {}),
     }
 
 

@@ -86,6 +86,7 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         seed=0,
         compact_results=bool(p.get("compact_results", False)),
         reply_plan=bool(p.get("reply_plan", False)),
+        slips=float(p.get("slips", 0.0)),
     )
     trajs, failed, per_family = list(golds), 0, {}
     families = list(p.get("families") or ())

@@ -39,6 +39,7 @@ import re
 import numpy as np
 
 from hat_jax.harness.spec import LOAD_SKILL
+from hat_jax.harness.tokens import rejected
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
@@ -116,14 +117,18 @@ def decision_kinds(
     traj: Trajectory, tokenizer: Tokenizer, *, fmt: str = "qwen_xml"
 ) -> np.ndarray:
     """int8 [T]: each token's decision kind (0 none), aligned with the ids of
-    ``trajectory_to_tokens(traj, tokenizer, fmt=fmt)``."""
+    ``trajectory_to_tokens(traj, tokenizer, fmt=fmt)``; 0 on outputs the harness
+    rejected (``hat_jax.harness.tokens.rejected``)."""
     segments = render_chat_segments(
         traj.messages, tools=None, fmt=fmt, add_generation_prompt=False
     )
+    skip = rejected(traj.messages)  # a rejected output decides nothing
     kinds: list[int] = []
+    k = 0  # produced segment k is assistant message k
     for text, produced in segments:
         enc = tokenizer.backend.encode(text, add_special_tokens=False)
-        spans = decision_spans(text) if produced else []
+        spans = decision_spans(text) if produced and not skip[k] else []
+        k += produced
         for s, e in enc.offsets:
             kind = max(
                 (k for a, b, k in spans if a < max(e, s + 1) and s < b), default=0

@@ -16,7 +16,7 @@ sampler produces turn by turn (a prompt is encoded, then the reply is sampled).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ def trajectory_to_tokens(
     *,
     fmt: str = "qwen_xml",
     check: bool = False,
+    train_rejected: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Renders a trajectory to ids and a loss mask.
 
@@ -43,6 +44,10 @@ def trajectory_to_tokens(
       fmt: the tool-call format of the trajectory's harness.
       check: raise ValueError unless the ids equal ``tokenizer.encode`` of the
         whole rendered text.
+      train_rejected: False: an output the harness rejected (an assistant
+        message followed by a ``hook_feedback`` message, :func:`rejected`) is
+        context, not a target; SFT learns the recovery, not the mistake. True
+        keeps one masked run per assistant message (RL aligns runs with calls).
 
     Returns:
       ``ids`` int32 [T] and ``loss_mask`` bool [T] (True on assistant tokens).
@@ -50,12 +55,16 @@ def trajectory_to_tokens(
     segments = render_chat_segments(
         traj.messages, tools=None, fmt=fmt, add_generation_prompt=False
     )
+    skip = [] if train_rejected else rejected(traj.messages)
     ids: list[int] = []
     mask: list[bool] = []
+    k = 0  # produced segment k is assistant message k
     for text, produced in segments:
         piece = tokenizer.encode(text)
         ids += piece
-        mask += [produced] * len(piece)
+        trained = produced and not (k < len(skip) and skip[k])
+        mask += [trained] * len(piece)
+        k += produced
     if check:
         whole = tokenizer.encode("".join(text for text, _ in segments))
         if whole != ids:
@@ -69,6 +78,18 @@ def trajectory_to_tokens(
                 f"{tokenizer.decode(whole[at : at + 8])!r}"
             )
     return np.asarray(ids, np.int32), np.asarray(mask, bool)
+
+
+def rejected(messages: Sequence[dict]) -> list[bool]:
+    """Per assistant message, in order: whether the harness rejected it (the
+    next message is the hooks' feedback, ``"hook_feedback": True``; see
+    ``hat_jax.harness.loop``)."""
+    out = []
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant":
+            nxt = messages[i + 1] if i + 1 < len(messages) else {}
+            out.append(nxt.get("role") == "user" and bool(nxt.get("hook_feedback")))
+    return out
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> int:

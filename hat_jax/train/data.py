@@ -2,7 +2,9 @@
 
 Each trajectory becomes `inputs = ids[:-1]`, `targets = ids[1:]`,
 `loss_mask = assistant_mask[1:]` (the shift happens per example, so no target ever
-crosses into the next packed example). With `decision_weight` w != 1 the mask is a
+crosses into the next packed example). An assistant message the harness rejected
+(followed by its hooks' feedback) is context: what is trained is the message that
+answered the feedback. With `decision_weight` w != 1 the mask is a
 float32 weight instead: w on the trained tokens that decide a turn
 (`hat_jax.harness.decisions`: tool, argument, skill, reply number, the reasoning's
 intent), 1 on the other trained tokens, 0 elsewhere; the loss is then the
@@ -260,7 +262,7 @@ def tokenize(
     out, stats = [], {"examples": 0, "dropped": 0, "truncated": 0}
     firsts, lengths = [], []  # first trained position and length, per trajectory
     for traj in trajs:
-        ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
+        ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt, train_rejected=False)
         if traj.meta.get("view") == "reply":  # only the final reply is trained
             mask = last_span(mask)
         if w != 1.0:  # float weights: w on decision tokens, 1 on the rest

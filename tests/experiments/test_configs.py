@@ -127,3 +127,7 @@ def test_compact_num_cuts_numbers_in_groups(tmp_path):
     assert "model.vocab_size=3072" in runs[0].by_name["drill"].spec["overrides"]
     plan, _ = load_runs(f"{path}:scale=compact_plan", tmp_path / "plan")
     assert "digits" not in plan[0].by_name["tokenizer"].spec
+    assert "slips" not in plan[0].by_name["sim_hsa"].spec
+    slip, _ = load_runs(f"{path}:scale=compact_slip", tmp_path / "slip")
+    assert slip[0].by_name["sim_hsa"].spec["slips"] == 0.3
+    assert slip[0].by_name["tokenizer"].spec["digits"] == "groups"

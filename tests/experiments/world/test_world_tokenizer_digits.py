@@ -76,7 +76,10 @@ def test_bad_choices_are_refused(world_files, tmp_path):
         split_pattern("pairs")
     with pytest.raises(ValueError, match="no room for the 1100 number groups"):
         train_tokenizer(
-            [world_files["prompts"]], vocab_size=600, out=tmp_path / "t", digits="groups"
+            [world_files["prompts"]],
+            vocab_size=600,
+            out=tmp_path / "t",
+            digits="groups",
         )
 
 
