@@ -147,14 +147,15 @@ COMPACT_DRILL = COMPACT | {
 # eleventh pilot).
 COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
 # compact_plan with numbers cut in groups of up to 3 digits, each group one
-# token (``experiments.world.tokenizer.DIGITS``): a price is copied from a tool
-# result in one step instead of one per digit; 3,072 entries keep ~1,950 for
-# text, as compact_plan's 2,048 (docs/results/hat_tiny_pilot.md, twelfth pilot).
+# token (``experiments.world.tokenizer.DIGITS``), 3,072 entries (~1,950 left
+# for text, as compact_plan's 2,048). Measured worse: the 4 x 128 model copies
+# one of 1,110 number tokens less well than one of 10 digits
+# (docs/results/hat_tiny_pilot.md, twelfth pilot).
 COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
-# compact_num whose golds include slips (``sim.oracle_slips``): in 30 % of
+# compact_plan whose golds include slips (``sim.oracle_slips``): in 30 % of
 # the cases the first reply quotes wrong numbers, the factual_risk hook rejects
 # it and the gold reply follows; SFT trains the recovery, never the slip.
-COMPACT_SLIP = COMPACT_NUM | {"world": COMPACT_NUM["world"] | {"slips": 0.3}}
+COMPACT_SLIP = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"slips": 0.3}}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
