@@ -148,8 +148,7 @@ COMPACT_DRILL = COMPACT | {
 COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
 # compact_plan with numbers cut in groups of up to 3 digits, each group one
 # token (``experiments.world.tokenizer.DIGITS``), 3,072 entries (~1,950 left
-# for text, as compact_plan's 2,048). Its drill copies worse (one of 1,110
-# number tokens against one of 10 digits); its SFT was stopped at step 500
+# for text, as compact_plan's 2,048). Measured worse for the 4 x 128 model
 # (docs/results/hat_tiny_pilot.md, twelfth pilot).
 COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
 # compact_plan whose golds include slips (``sim.oracle_slips``): in 30 % of
