@@ -39,7 +39,7 @@ import re
 import numpy as np
 
 from hat_jax.harness.spec import LOAD_SKILL
-from hat_jax.harness.tokens import rejected
+from hat_jax.harness.tokens import segment_targets
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.text.tokenizer import Tokenizer
@@ -122,13 +122,12 @@ def decision_kinds(
     segments = render_chat_segments(
         traj.messages, tools=None, fmt=fmt, add_generation_prompt=False
     )
-    skip = rejected(traj.messages)  # a rejected output decides nothing
+    # a rejected output decides nothing
+    targets = segment_targets(segments, traj.messages, train_rejected=False)
     kinds: list[int] = []
-    k = 0  # produced segment k is assistant message k
-    for text, produced in segments:
+    for (text, _), target in zip(segments, targets):
         enc = tokenizer.backend.encode(text, add_special_tokens=False)
-        spans = decision_spans(text) if produced and not skip[k] else []
-        k += produced
+        spans = decision_spans(text) if target else []
         for s, e in enc.offsets:
             kind = max(
                 (k for a, b, k in spans if a < max(e, s + 1) and s < b), default=0

@@ -55,16 +55,13 @@ def trajectory_to_tokens(
     segments = render_chat_segments(
         traj.messages, tools=None, fmt=fmt, add_generation_prompt=False
     )
-    skip = [] if train_rejected else rejected(traj.messages)
     ids: list[int] = []
     mask: list[bool] = []
-    k = 0  # produced segment k is assistant message k
-    for text, produced in segments:
+    targets = segment_targets(segments, traj.messages, train_rejected=train_rejected)
+    for (text, _), trained in zip(segments, targets):
         piece = tokenizer.encode(text)
         ids += piece
-        trained = produced and not (k < len(skip) and skip[k])
         mask += [trained] * len(piece)
-        k += produced
     if check:
         whole = tokenizer.encode("".join(text for text, _ in segments))
         if whole != ids:
@@ -90,6 +87,20 @@ def rejected(messages: Sequence[dict]) -> list[bool]:
             nxt = messages[i + 1] if i + 1 < len(messages) else {}
             out.append(nxt.get("role") == "user" and bool(nxt.get("hook_feedback")))
     return out
+
+
+def segment_targets(
+    segments: Sequence[tuple[str, bool]],
+    messages: Sequence[dict],
+    *,
+    train_rejected: bool = True,
+) -> list[bool]:
+    """Per rendered segment: whether it is a target. The produced segments are
+    the assistant messages in order; with ``train_rejected=False`` the rejected
+    ones (:func:`rejected`) are context."""
+    skip = iter([False] * len(messages) if train_rejected else rejected(messages))
+    # next(skip) runs for produced segments only: one per assistant message
+    return [produced and not next(skip) for _, produced in segments]
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> int:
