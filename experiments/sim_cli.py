@@ -110,6 +110,12 @@ def add_arguments(p) -> None:
         "by the hooks before the gold reply (sim.oracle_slips; default 0)",
     )
     g.add_argument(
+        "--skills-first",
+        action="store_true",
+        help="the oracle loads the reply skill in the same message as, and before, "
+        "its tool calls, so the results come last before the reply",
+    )
+    g.add_argument(
         "--format",
         choices=FORMATS,
         default="jsonl",
@@ -207,6 +213,7 @@ def _generate(args) -> int:
             compact_results=getattr(args, "compact_results", False),
             reply_plan=getattr(args, "reply_plan", False),
             slips=getattr(args, "slips", 0.0),
+            skills_first=getattr(args, "skills_first", False),
         )
         failures = 0
         if hsa:

@@ -245,6 +245,7 @@ def generate(
     compact_results: bool = False,
     reply_plan: bool = False,
     slips: float = 0.0,
+    skills_first: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
@@ -262,6 +263,8 @@ def generate(
         (``sim.oracle.reply_plan``).
       slips: the share of cases whose first reply quotes wrong numbers that
         the hooks reject before the gold reply (``sim.oracle_slips``).
+      skills_first: load the reply skill before the tool calls
+        (``sim.oracle.OraclePolicy``).
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)
     and ``catalog``: its split, seed, SKU ids and brands.
@@ -279,6 +282,7 @@ def generate(
             compact_results=compact_results,
             reply_plan=reply_plan,
             slips=slips,
+            skills_first=skills_first,
         )
         for case, traj in zip(batch, trajs):
             traj.meta["catalog"] = _catalog_meta(case.snapshot.catalog)

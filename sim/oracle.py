@@ -10,7 +10,9 @@ the :class:`~sim.binding.Binding`. A turn goes:
 2. a call whose result is a fault (``error: ...`` or unreadable JSON) is called
    again once (a recovery trace); a second failure is given up;
 3. ``load_skill`` of the reply skill, and the strategy skill when it applies
-   (``sim.binding.gold_skills``);
+   (``sim.binding.gold_skills``); with ``skills_first`` the reply skill is
+   loaded in step 1's message, before the calls, so the tool results come
+   last before the reply;
 4. the reply, built only from the tool results in the conversation (parsed from
    the tool messages), in the viewer's language. Candidate replies run from the
    fullest to the shortest; the oracle replays the harness's pre-reply and
@@ -289,6 +291,10 @@ class OraclePolicy:
         (:func:`reply_plan`: "Reply: decline the claim, give selling points.").
       slips: the share of cases whose first reply quotes wrong numbers, for the
         hooks to reject (``sim.oracle_slips``).
+      skills_first: the turn's first message loads the reply skill before (in
+        the same message as) the tool calls, so the results sit right before
+        the reply instead of behind the skill's text; a strategy skill, which
+        depends on the results, still comes after them.
     """
 
     def __init__(
@@ -299,6 +305,7 @@ class OraclePolicy:
         reasoning: bool = True,
         reply_plan: bool = False,
         slips: float = 0.0,
+        skills_first: bool = False,
     ):
         if isinstance(bindings, Binding):
             bindings = [bindings] * len(cases)
@@ -308,6 +315,7 @@ class OraclePolicy:
         if not 0.0 <= float(slips) <= 1.0:
             raise ValueError(f"slips must be a share in [0, 1], got {slips!r}")
         self.slips = float(slips)
+        self.skills_first = bool(skills_first)
         self.table: dict[tuple[str, str], tuple[Case, Binding]] = {}
         for case, binding in zip(cases, bindings):
             key = case_key(case, binding)
@@ -365,14 +373,19 @@ class OraclePolicy:
             # Load the skills in the same message when the turn limit is tight.
             steps_left = h.turn_limit - seen.steps
             extra = skills if skills and steps_left < 3 else []
+            lead = []  # skills_first: the reply skill, read before the calls run
+            if self.skills_first and first and not extra and skills:
+                lead = [s for s in skills if s == binding.reply_skill(msg)]
             if first:
-                why = (
-                    f"{self._about(msg)}: call {', '.join(c.name for c in now)} first."
-                )
+                names = ", ".join(c.name for c in now)
+                why = f"{self._about(msg)}: call {names} first."
+                if lead:
+                    why = f"{self._about(msg)}: load {lead[0]} and call {names}."
             else:
                 fails = [_why(t[-1]) for c, t in zip(calls, tries) if c in retry]
                 why = f"The tool call failed ({', '.join(fails)}); try it once more."
-            return _assistant(now + _load(extra), reasoning=self._think(why))
+            calls_now = _load(lead) + now + _load(extra)
+            return _assistant(calls_now, reasoning=self._think(why))
         if skills:
             why = f"Load {' and '.join(skills)} before replying."
             if seen.steps == 0:  # the turn's first message reads the message first
@@ -461,13 +474,15 @@ def gold_trajectories(
     compact_results: bool = False,
     reply_plan: bool = False,
     slips: float = 0.0,
+    skills_first: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
     Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
     :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
     ``seed``; ``compact_results``: only the fields a reply needs,
-    ``sim.tools_compact``; ``reply_plan``, ``slips``: :class:`OraclePolicy`'s).
+    ``sim.tools_compact``; ``reply_plan``, ``slips``, ``skills_first``:
+    :class:`OraclePolicy`'s).
     ``mapping`` is taolive_v1 -> ``harness`` (default: the canonical mapping; for an
     augmented harness pass
     ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
@@ -479,7 +494,12 @@ def gold_trajectories(
     for wave in _waves(cases, binding):
         batch = [cases[i] for i in wave]
         policy = OraclePolicy(
-            batch, binding, reasoning=reasoning, reply_plan=reply_plan, slips=slips
+            batch,
+            binding,
+            reasoning=reasoning,
+            reply_plan=reply_plan,
+            slips=slips,
+            skills_first=skills_first,
         )
         requests = [case_request(c, binding) for c in batch]
         trajs = run_turns(harness, requests, policy, backend, seed=seed)

@@ -88,3 +88,14 @@ def test_compact_world_flags_match_the_library(tmp_path, capsys):
     plain = read_jsonl(_gen(tmp_path, "plain.jsonl"))
     assert plain[0].messages[0]["content"] != trajs[0].messages[0]["content"]
     assert len(trajs[0].messages[0]["content"]) < len(plain[0].messages[0]["content"])
+
+
+def test_skills_first_flag_matches_the_library(tmp_path, capsys):
+    flags = ("--prompt-format", "compact", "--compact-results", "--skills-first")
+    trajs = read_jsonl(_gen(tmp_path, "first.jsonl", *flags))
+    harness = load_harness("taolive_v1").in_format("compact")
+    cases = make_cases("dev", 5, 20)
+    golds = generate(harness, cases, compact_results=True, skills_first=True)
+    assert [t.messages for t in trajs] == [g.messages for g in golds]
+    plain = generate(harness, cases, compact_results=True)
+    assert [t.messages for t in trajs] != [g.messages for g in plain]
