@@ -60,6 +60,7 @@ SCALE_PLATFORM = {
     "micro": "CPU",
     "tiny": "CPU",
     "small": "one GPU",
+    "small_cpu": "2 CPU cores, a reduced budget",
     "paper": "GPU/TPU cluster",
 }
 

@@ -270,9 +270,16 @@ def strategy_skill(
     running flash sale) -> ``promotion_push``; under a harness that has
     ``campaign_double12``, that skill instead.
     """
-    if not asks_price(msg):
-        return None
     if not has_live_promotion(snapshot, target_link(msg, snapshot)):
+        return None
+    return price_strategy_skill(binding, msg)
+
+
+def price_strategy_skill(binding: Binding, msg: ViewerMessage) -> str | None:
+    """The strategy skill (harness name) of a price or purchase message,
+    whatever the results: what a policy can load before it has looked (the
+    judges count strategy skills loaded beyond need as free)."""
+    if not asks_price(msg):
         return None
     for canon in (CAMPAIGN_SKILL, PROMOTION_SKILL):
         if canon in binding.strategy_skills:

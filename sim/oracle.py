@@ -10,9 +10,9 @@ the :class:`~sim.binding.Binding`. A turn goes:
 2. a call whose result is a fault (``error: ...`` or unreadable JSON) is called
    again once (a recovery trace); a second failure is given up;
 3. ``load_skill`` of the reply skill, and the strategy skill when it applies
-   (``sim.binding.gold_skills``); with ``skills_first`` the reply skill is
-   loaded in step 1's message, before the calls, so the tool results come
-   last before the reply;
+   (``sim.binding.gold_skills``); with ``skills_first`` they are loaded in
+   step 1's message, before the calls (the strategy skill for every price or
+   purchase message), so the tool results come last before the reply;
 4. the reply, built only from the tool results in the conversation (parsed from
    the tool messages), in the viewer's language. Candidate replies run from the
    fullest to the shortest; the oracle replays the harness's pre-reply and
@@ -71,6 +71,7 @@ from sim.binding import (
     canonical_calls,
     chat_kind,
     gold_skills,
+    price_strategy_skill,
 )
 from sim.oracle_replies import Reply, candidates
 from sim.oracle_slips import slip, slips_here
@@ -291,10 +292,12 @@ class OraclePolicy:
         (:func:`reply_plan`: "Reply: decline the claim, give selling points.").
       slips: the share of cases whose first reply quotes wrong numbers, for the
         hooks to reject (``sim.oracle_slips``).
-      skills_first: the turn's first message loads the reply skill before (in
-        the same message as) the tool calls, so the results sit right before
-        the reply instead of behind the skill's text; a strategy skill, which
-        depends on the results, still comes after them.
+      skills_first: the turn's first message loads the skills before (in the
+        same message as) the tool calls, so the results sit right before the
+        reply instead of behind the skills' text: the reply skill, and for a
+        price or purchase message the strategy skill whether or not a
+        promotion turns out to be live (``sim.binding.price_strategy_skill``;
+        loaded beyond need it is free).
     """
 
     def __init__(
@@ -373,14 +376,17 @@ class OraclePolicy:
             # Load the skills in the same message when the turn limit is tight.
             steps_left = h.turn_limit - seen.steps
             extra = skills if skills and steps_left < 3 else []
-            lead = []  # skills_first: the reply skill, read before the calls run
+            lead = []  # skills_first: the skills, read before the calls run
             if self.skills_first and first and not extra and skills:
-                lead = [s for s in skills if s == binding.reply_skill(msg)]
+                ahead = (binding.reply_skill(msg), price_strategy_skill(binding, msg))
+                lead = [s for s in dict.fromkeys(ahead) if s and s not in loaded]
             if first:
                 names = ", ".join(c.name for c in now)
                 why = f"{self._about(msg)}: call {names} first."
                 if lead:
-                    why = f"{self._about(msg)}: load {lead[0]} and call {names}."
+                    why = (
+                        f"{self._about(msg)}: load {' and '.join(lead)}, call {names}."
+                    )
             else:
                 fails = [_why(t[-1]) for c, t in zip(calls, tries) if c in retry]
                 why = f"The tool call failed ({', '.join(fails)}); try it once more."

@@ -29,14 +29,36 @@ import ml_collections
 from experiments.driver import hat_pipeline
 from hat_jax.cli.config_flags import parse_arg_string
 
-DEFAULTS = {"run": "hat", "lora": 0, "sft_steps": 500, "eval_limit": 100}
+DEFAULTS = {"run": "hat", "lora": 0, "budget": "gpu", "sft_steps": 0}
+DEFAULTS |= {"eval_limit": 0}
 BASE = "smollm2-135m-instruct"
-STEP_S = 13.0  # one 3,072-token training step at 240 tokens/s
+# What each budget runs (sft_steps / eval_limit 0 = the budget's own).
+BUDGETS = {
+    # the paper's stages at a size one GPU runs in minutes
+    "gpu": {"sft_steps": 500, "eval_limit": 100, "suites": hat_pipeline.SUITES}
+    | {"max_new_tokens": 256, "opd_steps": 100, "rl_steps": 20},
+    # the pipeline end to end on 2 CPU cores within an hour: few steps, few
+    # cases, the suites whose turns are cheapest (tables are not decisive)
+    "cpu": {"sft_steps": 8, "eval_limit": 4, "suites": "t1,t2,ifeval,ifeval_proxy"}
+    | {"max_new_tokens": 160, "opd_steps": 4, "rl_steps": 1},
+}
+# Expected seconds per step kind (the progress display's ETA). cpu: measured on
+# the 2-core machine (docs/results/hat_small_cpu.md); gpu: not measured yet.
+EST = {
+    "gpu": {"data": 60, "tok": 0, "base": 0, "sft_step": 1.0, "opd": 300}
+    | {"rl": 600, "eval": 900},
+    "cpu": {"data": 15, "tok": 0, "base": 0, "sft_step": 60.0, "opd": 900}
+    | {"rl": 900, "eval": 600},
+}
 
 
 def scale(a) -> dict:
+    if a.budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {a.budget!r}")
+    b, e = BUDGETS[a.budget], EST[a.budget]
     lora = (f"lora.rank={a.lora}",) if a.lora else ()
-    n = a.sft_steps
+    n = a.sft_steps or b["sft_steps"]
+    m = b["opd_steps"]
     return {
         "base_model": BASE,
         "tokenizer": BASE,
@@ -48,23 +70,24 @@ def scale(a) -> dict:
         },
         "opd": {
             "config": "opd_tiny.py",
-            "arg": {"steps": 100, "batch_size": 8, "max_new_tokens": 128}
-            | {"lr": 1e-5},
+            "arg": {"steps": m, "batch_size": 8, "max_new_tokens": 128} | {"lr": 1e-5},
             "extra": lora,
         },
         "rl": {
             "config": "rl_tiny.py",
-            "arg": {"steps": 20, "tasks": 2, "group": 8, "eval_cases": 0},
+            "arg": {"steps": b["rl_steps"], "tasks": 2, "group": 8, "eval_cases": 0},
         },
-        "eval": {"limit": a.eval_limit, "max_new_tokens": 256, "batch_size": 8},
-        "est": {"data": 60, "tok": 0, "base": 0, "sft": n * STEP_S}
-        | {"opd": 100 * 8 * STEP_S / 4, "rl": 20 * 300.0, "eval": 3600.0},
+        "eval": {"limit": a.eval_limit or b["eval_limit"], "suites": b["suites"]}
+        | {"max_new_tokens": b["max_new_tokens"], "batch_size": 8},
+        "est": {k: v for k, v in e.items() if k != "sft_step"}
+        | {"sft": n * e["sft_step"]},
     }
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     a = parse_arg_string(arg, DEFAULTS)
-    return hat_pipeline.make_config(a.run, "small", scale(a))
+    name = "small" if a.budget == "gpu" else f"small_{a.budget}"
+    return hat_pipeline.make_config(a.run, name, scale(a))
 
 
 def sweep(add, arg: str | None = None) -> None:

@@ -4,7 +4,7 @@ A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
-``compact_num``, ``compact_slip`` (issue 16, being sized), ``dense``, ``micro``
+``compact_num``, ``compact_slip``, ``compact_first`` (issue 16, being sized), ``dense``, ``micro``
 / ``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
@@ -155,6 +155,11 @@ COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
 # the cases the first reply quotes wrong numbers, the factual_risk hook rejects
 # it and the gold reply follows; SFT trains the recovery, never the slip.
 COMPACT_SLIP = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"slips": 0.3}}
+# compact_plan whose golds load their skills before the tool calls
+# (``sim.oracle.OraclePolicy(skills_first=)``, the world key ``skills_first``):
+# the results sit right before the reply instead of ~400 tokens of skill text
+# back (docs/results/hat_tiny_pilot.md, fourteenth pilot).
+COMPACT_FIRST = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"skills_first": True}}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -174,6 +179,7 @@ SCALES = {
     "compact_plan": COMPACT_PLAN,
     "compact_num": COMPACT_NUM,
     "compact_slip": COMPACT_SLIP,
+    "compact_first": COMPACT_FIRST,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

@@ -131,3 +131,23 @@ def test_compact_num_cuts_numbers_in_groups(tmp_path):
     slip, _ = load_runs(f"{path}:scale=compact_slip", tmp_path / "slip")
     assert slip[0].by_name["sim_hsa"].spec["slips"] == 0.3
     assert "digits" not in slip[0].by_name["tokenizer"].spec
+    assert "skills_first" not in slip[0].by_name["sim_hsa"].spec
+    first, _ = load_runs(f"{path}:scale=compact_first", tmp_path / "first")
+    assert first[0].by_name["sim_hsa"].spec["skills_first"] is True
+
+
+def test_hat_small_budgets(tmp_path):
+    """hat_small's cpu budget: few SFT steps, 4 cases of the cheapest suites,
+    its own scale name (tables say CPU); the gpu budget keeps every suite."""
+    path = CONFIG_DIR / "hat_small.py"
+    one = dict(use_sweep=False)
+    cpu, _ = load_runs(f"{path}:budget=cpu,run=fixed_sft", tmp_path / "cpu", **one)
+    ev = cpu[0].by_name["eval"].spec
+    assert ev["limit"] == 4 and ev["suites"] == "t1,t2,ifeval,ifeval_proxy"
+    assert cpu[0].by_name["sft"].spec["arg"].startswith("steps=8,")
+    assert cpu[0].config.meta.scale == "small_cpu"
+    gpu, _ = load_runs(f"{path}:run=fixed_sft,sft_steps=40", tmp_path / "gpu", **one)
+    assert gpu[0].by_name["eval"].spec["suites"].split(",")[-1] == "ifeval_proxy"
+    assert gpu[0].by_name["sft"].spec["arg"].startswith("steps=40,")
+    with pytest.raises(ValueError, match="budget must be one of"):
+        load_runs(f"{path}:budget=tpu", tmp_path / "bad", **one)

@@ -1,4 +1,4 @@
-"""skills_first: the reply skill is read before the calls; the results end up
+"""skills_first: the skills are read before the calls; the results end up
 right before the reply, and the gold says and does the same things."""
 
 import dataclasses
@@ -8,7 +8,7 @@ import pytest
 from augment.families import TRAIN_FAMILIES
 from experiments.sim_cli import augment_all
 from hat_jax.harness import load_harness
-from sim.binding import bind, gold_skills
+from sim.binding import bind, gold_skills, price_strategy_skill
 from sim.datasets import dataset_line, generate, make_cases
 from sim.judge_success import success
 from sim.oracle import LOAD_SKILL
@@ -27,12 +27,13 @@ def runs():
     return h, cases, plain, first, again
 
 
-def _calls(traj):
+def _calls(traj, skills=False):
     return [
         (c["name"], sorted(c["arguments"].items()))
         for m in traj.messages
         if m["role"] == "assistant"
         for c in m.get("tool_calls") or ()
+        if (c["name"] == LOAD_SKILL) == skills
     ]
 
 
@@ -47,6 +48,10 @@ def test_same_reply_same_calls_fewer_steps(runs):
     for case, gold, traj in zip(cases, plain, first):
         assert traj.status == "ok" and traj.reply == gold.reply
         assert sorted(_calls(traj)) == sorted(_calls(gold))
+        # the same skills, plus a price message's strategy skill loaded ahead
+        extra = set(map(str, _calls(traj, True))) - set(map(str, _calls(gold, True)))
+        ahead = price_strategy_skill(binding, case.message)
+        assert extra <= {str((LOAD_SKILL, [("name", ahead)]))}
         assert _steps(traj) <= _steps(gold)
         assert success(traj, case.snapshot, case.message, binding).value == 1.0
 
@@ -54,7 +59,7 @@ def test_same_reply_same_calls_fewer_steps(runs):
 def test_reply_skill_leads_and_results_come_last(runs):
     h, cases, plain, first, _ = runs
     binding = bind(h)
-    led = last = with_tools = 0
+    led = with_tools = 0
     for case, traj in zip(cases, first):
         opening = next(m for m in traj.messages if m["role"] == "assistant")
         calls = opening.get("tool_calls") or []
@@ -62,15 +67,16 @@ def test_reply_skill_leads_and_results_come_last(runs):
         if not data:  # small talk, a decline: skills only, as before
             continue
         with_tools += 1
-        skills = gold_skills(binding, case.message, case.snapshot)
-        assert calls[0] == {"name": LOAD_SKILL, "arguments": {"name": skills[0]}}
-        assert all(c["name"] != LOAD_SKILL for c in calls[1:])
+        reply = gold_skills(binding, case.message, case.snapshot)[0]
+        ahead = [reply, price_strategy_skill(binding, case.message)]
+        want = [{"name": LOAD_SKILL, "arguments": {"name": s}} for s in ahead if s]
+        assert calls[: len(want)] == want
+        assert all(c["name"] != LOAD_SKILL for c in calls[len(want) :])
         led += 1
+        # every skill read before the calls: a tool result precedes the reply
         before = traj.messages[-2]
-        if len(skills) == 1:  # no strategy skill: a tool result precedes the reply
-            assert before["role"] == "tool" and before["name"] != LOAD_SKILL
-            last += 1
-    assert with_tools > N // 2 and led == with_tools and last > with_tools // 2
+        assert before["role"] == "tool" and before["name"] != LOAD_SKILL
+    assert with_tools > N // 2 and led == with_tools
 
 
 def test_tight_turn_limit_keeps_the_ride_along(runs):
