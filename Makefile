@@ -51,12 +51,24 @@ bench: $(STAMP) assets
 MAIN_RUNS := base,fixed_sft,hsa_sft,fixed_sft_opd,hsa_sft_opd,hat
 SWEEP := $(BIN)/hat sweep --config=experiments/configs/hat_tiny.py --root runs/hat_tiny
 PAPER := $(BIN)/hat paper runs/hat_tiny --out paper/out --results docs/results/hat_tiny.md
-.PHONY: reproduce reproduce-ablation
+.PHONY: reproduce reproduce-ablation reproduce-small
 reproduce: $(STAMP) assets
 	$(SWEEP) --only $(MAIN_RUNS); rc=$$?; $(PAPER) && exit $$rc
 
 reproduce-ablation: $(STAMP) assets
 	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
+
+# SmolLM2-135M-Instruct (real weights) end to end on 2 CPU cores, the cpu budget
+# of experiments/configs/hat_small.py (its docstring has the measured times).
+# One process per run: in one sweep process a second SFT after an evaluation
+# ran out of 24 GB.
+SMALL_ROOT := runs/hat_small_cpu
+reproduce-small: $(STAMP) assets
+	rc=0; for r in base fixed_sft hsa_sft; do \
+		$(BIN)/hat run --config=experiments/configs/hat_small.py:budget=cpu \
+			--run $$r --root $(SMALL_ROOT) || rc=1; done; \
+	$(BIN)/hat paper $(SMALL_ROOT) --out paper/out_small_cpu \
+		--results docs/results/hat_small_cpu.md && exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

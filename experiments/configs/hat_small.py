@@ -1,4 +1,4 @@
-"""The paper's runs on SmolLM2-135M-Instruct (real weights): hours on CPU.
+"""The paper's runs on SmolLM2-135M-Instruct (real weights): a GPU or a CPU budget.
 
 The same runs as hat_tiny (`experiments.driver.hat_pipeline.RUNS`: base,
 fixed-harness / HSA-SFT, + OPD, HAT, the five HSA-dimension ablations), with
@@ -9,17 +9,34 @@ rank-16 LoRA adapters in SFT and OPD instead (RL trains all parameters).
 
 Launch::
 
+    make reproduce-small   # = the cpu budget below, then its tables
+    hat sweep --config=experiments/configs/hat_small.py:budget=cpu \\
+        --root runs/hat_small_cpu --only base,fixed_sft,hsa_sft
     hat sweep --config=experiments/configs/hat_small.py --root runs/hat_small
     hat run --config=experiments/configs/hat_small.py:lora=16 --run hsa_sft \\
         --root runs/hat_small_lora
 
-Run time: SmolLM2-135M trains at about 240 tokens/s fp32 on the 2-core CPU
-machine (DESIGN.md), so one SFT step of 1 x 3,072 tokens is about 13 s and the
-default 500 SFT steps about 1.8 h per SFT run; the ``est`` numbers below are
-derived from that rate, not measured end to end. On one GPU, minutes.
+Budgets (``BUDGETS``). ``cpu``: the pipeline end to end on 2 CPU cores within
+an hour (base, fixed-harness SFT, HSA-SFT; 8 SFT steps of 1 x 3,072 tokens
+with remat; 4 cases each of T1, T2, IFEval and the IFEval proxy at 160 new
+tokens). Measured on the 2-core Intel Xeon machine (2026-12-05, nothing else
+running; docs/results/hat_small_cpu.md has the tables and the step times):
+base evaluation 357 s, world data 13 s, fixed-harness SFT 881 s (8 steps,
+with loading, compiling and checkpoints), its evaluation 670 s: 32 min. The
+HSA-SFT run's SFT (the same shapes) was killed for memory in that one-process
+sweep, hence ``make reproduce-small``'s process per run; at the fixed run's
+times the three runs take ~58 min.
+SFT runs at ~40 tokens/s with remat; a step peaks at ~21 GB resident
+(~23 GB without remat; before the driver freed each step's memory, a sweep's
+SFT after its base evaluation ran out of 24 GB). The tables of so short a run
+only show that every stage runs on real weights, not what the stages do.
+``gpu`` (default): 500 SFT steps, 100 OPD steps, 20 RL steps, 100 cases of
+every suite at 256 new tokens; meant for one GPU, not measured yet (no GPU was
+lent to this project's sessions while it was written).
 
-Arguments (`:k=v,...`): run, lora (0 = full), sft_steps, eval_limit.
-Feeds the paper tables of `hat paper` at small scale.
+Arguments (`:k=v,...`): run, budget (gpu | cpu), lora (0 = full), sft_steps
+and eval_limit (0 = the budget's). Feeds `hat paper`'s tables at small scale
+(``small``; ``small_cpu`` for the cpu budget).
 """
 
 from __future__ import annotations
@@ -40,7 +57,10 @@ BUDGETS = {
     # the pipeline end to end on 2 CPU cores within an hour: few steps, few
     # cases, the suites whose turns are cheapest (tables are not decisive)
     "cpu": {"sft_steps": 8, "eval_limit": 4, "suites": "t1,t2,ifeval,ifeval_proxy"}
-    | {"max_new_tokens": 160, "opd_steps": 4, "rl_steps": 1},
+    | {"max_new_tokens": 160, "opd_steps": 4, "rl_steps": 1}
+    # without remat one SFT step of 1 x 3,072 tokens peaks at ~23 GB of the
+    # machine's 24 (measured); recomputing each layer in the backward fits it
+    | {"sft_extra": ("remat=True",)},
 }
 # Expected seconds per step kind (the progress display's ETA). cpu: measured on
 # the 2-core machine (docs/results/hat_small_cpu.md); gpu: not measured yet.
@@ -66,7 +86,7 @@ def scale(a) -> dict:
         "sft": {
             "config": "sft_tiny.py",
             "arg": {"steps": n, "batch_size": 1, "seq_len": 3072, "lr": 1e-4},
-            "extra": lora,
+            "extra": lora + tuple(b.get("sft_extra", ())),
         },
         "opd": {
             "config": "opd_tiny.py",

@@ -4,8 +4,9 @@ A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
-``compact_num``, ``compact_slip``, ``compact_first`` (issue 16, being sized), ``dense``, ``micro``
-/ ``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
+``compact_num``, ``compact_slip``, ``compact_first`` (issue 16, being sized),
+``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
+``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 

@@ -7,9 +7,8 @@ import pytest
 
 from augment.families import TRAIN_FAMILIES
 from experiments.sim_cli import augment_all
-from hat_jax.harness import load_harness
 from sim.binding import bind, gold_skills, price_strategy_skill
-from sim.datasets import dataset_line, generate, make_cases
+from sim.datasets import dataset_line, generate
 from sim.judge_success import success
 from sim.oracle import LOAD_SKILL
 
@@ -17,11 +16,9 @@ N = 96
 
 
 @pytest.fixture(scope="module")
-def runs():
-    h = load_harness("taolive_v1").in_format("compact")
-    cases = make_cases("train", 0, N)
-    kw = dict(compact_results=True, reply_plan=True)
-    plain = generate(h, cases, **kw)
+def runs(compact_golds):
+    h, cases, kw, plain = compact_golds
+    assert len(cases) == N
     first = generate(h, cases, skills_first=True, **kw)
     again = generate(h, cases, skills_first=True, batch_size=5, **kw)
     return h, cases, plain, first, again

@@ -5,13 +5,12 @@ import re
 import numpy as np
 import pytest
 
-from hat_jax.harness import load_harness
 from hat_jax.harness.decisions import decision_kinds
 from hat_jax.harness.hooks import find_numbers, number_support
 from hat_jax.harness.tokens import rejected, trajectory_to_tokens
 from hat_jax.train.build import load_tokenizer
 from hat_jax.train.data import tokenize
-from sim.datasets import dataset_line, generate, make_cases
+from sim.datasets import dataset_line, generate
 from sim.oracle import named_numbers, parse_result
 from sim.oracle_slips import slips_here
 
@@ -19,11 +18,9 @@ N = 96
 
 
 @pytest.fixture(scope="module")
-def runs():
-    h = load_harness("taolive_v1").in_format("compact")
-    cases = make_cases("train", 0, N)
-    kw = dict(compact_results=True, reply_plan=True)
-    plain = generate(h, cases, **kw)
+def runs(compact_golds):
+    h, cases, kw, plain = compact_golds
+    assert len(cases) == N
     slipped = generate(h, cases, slips=0.5, **kw)
     again = generate(h, cases, slips=0.5, batch_size=7, **kw)
     return cases, plain, slipped, again
