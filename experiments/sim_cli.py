@@ -112,8 +112,9 @@ def add_arguments(p) -> None:
     g.add_argument(
         "--skills-first",
         action="store_true",
-        help="the oracle loads the reply skill in the same message as, and before, "
-        "its tool calls, so the results come last before the reply",
+        help="the oracle loads its skills (the reply skill; for a price or purchase "
+        "message also the strategy skill) in the same message as, and before, its "
+        "tool calls, so the results come last before the reply",
     )
     g.add_argument(
         "--format",

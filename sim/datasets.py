@@ -263,7 +263,7 @@ def generate(
         (``sim.oracle.reply_plan``).
       slips: the share of cases whose first reply quotes wrong numbers that
         the hooks reject before the gold reply (``sim.oracle_slips``).
-      skills_first: load the reply skill before the tool calls
+      skills_first: load the skills before the tool calls
         (``sim.oracle.OraclePolicy``).
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)

@@ -9,30 +9,21 @@ rank-16 LoRA adapters in SFT and OPD instead (RL trains all parameters).
 
 Launch::
 
-    make reproduce-small   # = the cpu budget below, then its tables
-    hat sweep --config=experiments/configs/hat_small.py:budget=cpu \\
-        --root runs/hat_small_cpu --only base,fixed_sft,hsa_sft
+    make reproduce-small   # the cpu budget, one process a run, then its tables
+    hat run --config=experiments/configs/hat_small.py:budget=cpu --run fixed_sft \\
+        --root runs/hat_small_cpu
     hat sweep --config=experiments/configs/hat_small.py --root runs/hat_small
     hat run --config=experiments/configs/hat_small.py:lora=16 --run hsa_sft \\
         --root runs/hat_small_lora
 
-Budgets (``BUDGETS``). ``cpu``: the pipeline end to end on 2 CPU cores within
-an hour (base, fixed-harness SFT, HSA-SFT; 8 SFT steps of 1 x 3,072 tokens
-with remat; 4 cases each of T1, T2, IFEval and the IFEval proxy at 160 new
-tokens). Measured on the 2-core Intel Xeon machine (2026-12-05, nothing else
-running; docs/results/hat_small_cpu.md has the tables and the step times):
-base evaluation 357 s, world data 13 s, fixed-harness SFT 881 s (8 steps,
-with loading, compiling and checkpoints), its evaluation 670 s: 32 min. The
-HSA-SFT run's SFT (the same shapes) was killed for memory in that one-process
-sweep, hence ``make reproduce-small``'s process per run; at the fixed run's
-times the three runs take ~58 min.
-SFT runs at ~40 tokens/s with remat; a step peaks at ~21 GB resident
-(~23 GB without remat; before the driver freed each step's memory, a sweep's
-SFT after its base evaluation ran out of 24 GB). The tables of so short a run
-only show that every stage runs on real weights, not what the stages do.
-``gpu`` (default): 500 SFT steps, 100 OPD steps, 20 RL steps, 100 cases of
-every suite at 256 new tokens; meant for one GPU, not measured yet (no GPU was
-lent to this project's sessions while it was written).
+Budgets (``BUDGETS``): ``cpu`` runs base, fixed-harness SFT and HSA-SFT on
+2 CPU cores in about an hour (8 SFT steps, 4 cases of four suites: the tables
+show only that every stage runs on real weights); measured per run on the
+2-core machine: base 6 min, the fixed-harness SFT run 26 min (SFT 15, its
+evaluation 11; HSA-SFT has the same shapes). ``gpu`` (default) is the paper's
+stages at a size for one GPU (500 SFT steps, 100 cases of every suite); not
+measured yet. Step times and tables go to docs/results/hat_small_cpu.md
+(``make reproduce-small``).
 
 Arguments (`:k=v,...`): run, budget (gpu | cpu), lora (0 = full), sft_steps
 and eval_limit (0 = the budget's). Feeds `hat paper`'s tables at small scale
@@ -63,12 +54,13 @@ BUDGETS = {
     | {"sft_extra": ("remat=True",)},
 }
 # Expected seconds per step kind (the progress display's ETA). cpu: measured on
-# the 2-core machine (docs/results/hat_small_cpu.md); gpu: not measured yet.
+# the 2-core machine (an SFT step with its share of loading, compiling and
+# checkpoints); gpu: guesses, not measured yet.
 EST = {
     "gpu": {"data": 60, "tok": 0, "base": 0, "sft_step": 1.0, "opd": 300}
     | {"rl": 600, "eval": 900},
-    "cpu": {"data": 15, "tok": 0, "base": 0, "sft_step": 60.0, "opd": 900}
-    | {"rl": 900, "eval": 600},
+    "cpu": {"data": 15, "tok": 0, "base": 0, "sft_step": 110.0, "opd": 900}
+    | {"rl": 900, "eval": 670},
 }
 
 
