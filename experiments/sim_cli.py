@@ -117,6 +117,12 @@ def add_arguments(p) -> None:
         "tool calls, so the results come last before the reply",
     )
     g.add_argument(
+        "--plan-first",
+        action="store_true",
+        help="with --reply-plan: the reasoning of the turn's first message names "
+        "the reply plan too, next to the viewer's message",
+    )
+    g.add_argument(
         "--format",
         choices=FORMATS,
         default="jsonl",
@@ -189,6 +195,8 @@ def _generate(args) -> int:
         check_target(out)
     elif out.is_dir():
         raise ValueError(f"--out {shown(out)} is a folder (expected a JSONL file)")
+    if getattr(args, "plan_first", False) and not getattr(args, "reply_plan", False):
+        raise ValueError("--plan-first names the reply plan: add --reply-plan")
     t0 = time.perf_counter()
     harness = load_harness(args.harness)
     if getattr(args, "prompt_format", None):
@@ -215,6 +223,7 @@ def _generate(args) -> int:
             reply_plan=getattr(args, "reply_plan", False),
             slips=getattr(args, "slips", 0.0),
             skills_first=getattr(args, "skills_first", False),
+            plan_first=getattr(args, "plan_first", False),
         )
         failures = 0
         if hsa:

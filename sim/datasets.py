@@ -246,6 +246,7 @@ def generate(
     reply_plan: bool = False,
     slips: float = 0.0,
     skills_first: bool = False,
+    plan_first: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
@@ -265,6 +266,8 @@ def generate(
         the hooks reject before the gold reply (``sim.oracle_slips``).
       skills_first: load the skills before the tool calls
         (``sim.oracle.OraclePolicy``).
+      plan_first: name the reply plan in the turn's first reasoning too
+        (``sim.oracle.OraclePolicy``; needs ``reply_plan``).
 
     Each trajectory's meta holds the oracle's records (``sim.oracle.annotate``)
     and ``catalog``: its split, seed, SKU ids and brands.
@@ -283,6 +286,7 @@ def generate(
             reply_plan=reply_plan,
             slips=slips,
             skills_first=skills_first,
+            plan_first=plan_first,
         )
         for case, traj in zip(batch, trajs):
             traj.meta["catalog"] = _catalog_meta(case.snapshot.catalog)

@@ -12,7 +12,9 @@ the :class:`~sim.binding.Binding`. A turn goes:
 3. ``load_skill`` of the reply skill, and the strategy skill when it applies
    (``sim.binding.gold_skills``); with ``skills_first`` they are loaded in
    step 1's message, before the calls (the strategy skill for every price or
-   purchase message), so the tool results come last before the reply;
+   purchase message), so the tool results come last before the reply; with
+   ``plan_first`` the reasoning of the turn's first message names the reply
+   plan, next to the viewer's message, and the reply's plan repeats it;
 4. the reply, built only from the tool results in the conversation (parsed from
    the tool messages), in the viewer's language. Candidate replies run from the
    fullest to the shortest; the oracle replays the harness's pre-reply and
@@ -298,6 +300,11 @@ class OraclePolicy:
         price or purchase message the strategy skill whether or not a
         promotion turns out to be live (``sim.binding.price_strategy_skill``;
         loaded beyond need it is free).
+      plan_first: with ``reply_plan``, the reasoning of the turn's first
+        message names the plan too ("...: load after_sales, call
+        get_shipping_policy. Plan: the extras for Tibet."): the message is
+        read where it is a few tokens back, and an argument the plan names
+        (a region) is written before the call that copies it.
     """
 
     def __init__(
@@ -309,6 +316,7 @@ class OraclePolicy:
         reply_plan: bool = False,
         slips: float = 0.0,
         skills_first: bool = False,
+        plan_first: bool = False,
     ):
         if isinstance(bindings, Binding):
             bindings = [bindings] * len(cases)
@@ -319,6 +327,9 @@ class OraclePolicy:
             raise ValueError(f"slips must be a share in [0, 1], got {slips!r}")
         self.slips = float(slips)
         self.skills_first = bool(skills_first)
+        if plan_first and not reply_plan:
+            raise ValueError("plan_first needs reply_plan (it names the reply plan)")
+        self.plan_first = bool(plan_first)
         self.table: dict[tuple[str, str], tuple[Case, Binding]] = {}
         for case, binding in zip(cases, bindings):
             key = case_key(case, binding)
@@ -387,6 +398,7 @@ class OraclePolicy:
                     why = (
                         f"{self._about(msg)}: load {' and '.join(lead)}, call {names}."
                     )
+                why += self._plan_ahead(msg)
             else:
                 fails = [_why(t[-1]) for c, t in zip(calls, tries) if c in retry]
                 why = f"The tool call failed ({', '.join(fails)}); try it once more."
@@ -396,6 +408,7 @@ class OraclePolicy:
             why = f"Load {' and '.join(skills)} before replying."
             if seen.steps == 0:  # the turn's first message reads the message first
                 why = f"{self._about(msg)}: load {' and '.join(skills)} first."
+                why += self._plan_ahead(msg)
             return _assistant(_load(skills), reasoning=self._think(why))
         facts = [
             text
@@ -430,6 +443,16 @@ class OraclePolicy:
             if bad and not _passes(h, msg.text, loaded, facts, bad[0]):
                 return _assistant(content=bad[0], reasoning=self._think(bad[1]))
         return _assistant(content=reply, reasoning=self._think(why))
+
+    def _plan_ahead(self, msg: ViewerMessage) -> str:
+        """The plan named in the turn's first reasoning (``plan_first``), with
+        the region a shipping call takes when the plan does not name it."""
+        if not self.plan_first:
+            return ""
+        plan = reply_plan(msg)
+        if msg.region and msg.region not in plan:
+            plan += f", to {msg.region}"
+        return f" Plan: {plan}."
 
     def _think(self, text: str) -> str | None:
         return text if self.reasoning else None
@@ -481,14 +504,15 @@ def gold_trajectories(
     reply_plan: bool = False,
     slips: float = 0.0,
     skills_first: bool = False,
+    plan_first: bool = False,
 ) -> list[Trajectory]:
     """Oracle trajectories for ``cases`` under ``harness``, in order.
 
     Runs ``hat_jax.harness.run_turns`` with :class:`OraclePolicy` and
     :class:`~sim.tools.SimBackend` (faults at ``faults`` rates, seeded by
     ``seed``; ``compact_results``: only the fields a reply needs,
-    ``sim.tools_compact``; ``reply_plan``, ``slips``, ``skills_first``:
-    :class:`OraclePolicy`'s).
+    ``sim.tools_compact``; ``reply_plan``, ``slips``, ``skills_first``,
+    ``plan_first``: :class:`OraclePolicy`'s).
     ``mapping`` is taolive_v1 -> ``harness`` (default: the canonical mapping; for an
     augmented harness pass
     ``canonical_mapping(base).compose(hsa_mapping)``). Each trajectory's meta
@@ -506,6 +530,7 @@ def gold_trajectories(
             reply_plan=reply_plan,
             slips=slips,
             skills_first=skills_first,
+            plan_first=plan_first,
         )
         requests = [case_request(c, binding) for c in batch]
         trajs = run_turns(harness, requests, policy, backend, seed=seed)

@@ -17,13 +17,13 @@ Launch::
         --root runs/hat_small_lora
 
 Budgets (``BUDGETS``): ``cpu`` runs base, fixed-harness SFT and HSA-SFT on
-2 CPU cores in about an hour (8 SFT steps, 4 cases of four suites: the tables
-show only that every stage runs on real weights); measured per run on the
-2-core machine: base 6 min, the fixed-harness SFT run 26 min (SFT 15, its
-evaluation 11; HSA-SFT has the same shapes). ``gpu`` (default) is the paper's
-stages at a size for one GPU (500 SFT steps, 100 cases of every suite); not
-measured yet. Step times and tables go to docs/results/hat_small_cpu.md
-(``make reproduce-small``).
+2 CPU cores (6 SFT steps, 4 cases of four suites: the tables show only that
+every stage runs on real weights); `make reproduce-small` from an empty run
+folder and XLA cache took 55 min on the 2-core machine (base 9, each SFT run
+20-25: an SFT ~14, most of it the first step's compile). ``gpu`` (default) is
+the paper's stages at a size for one GPU (500 SFT steps, 100 cases of every
+suite); not measured yet. Step times and tables go to
+docs/results/hat_small_cpu.md (``make reproduce-small``).
 
 Arguments (`:k=v,...`): run, budget (gpu | cpu), lora (0 = full), sft_steps
 and eval_limit (0 = the budget's). Feeds `hat paper`'s tables at small scale
@@ -47,7 +47,7 @@ BUDGETS = {
     | {"max_new_tokens": 256, "opd_steps": 100, "rl_steps": 20},
     # the pipeline end to end on 2 CPU cores within an hour: few steps, few
     # cases, the suites whose turns are cheapest (tables are not decisive)
-    "cpu": {"sft_steps": 8, "eval_limit": 4, "suites": "t1,t2,ifeval,ifeval_proxy"}
+    "cpu": {"sft_steps": 6, "eval_limit": 4, "suites": "t1,t2,ifeval,ifeval_proxy"}
     | {"max_new_tokens": 160, "opd_steps": 4, "rl_steps": 1}
     # without remat one SFT step of 1 x 3,072 tokens peaks at ~23 GB of the
     # machine's 24 (measured); recomputing each layer in the backward fits it
@@ -59,8 +59,8 @@ BUDGETS = {
 EST = {
     "gpu": {"data": 60, "tok": 0, "base": 0, "sft_step": 1.0, "opd": 300}
     | {"rl": 600, "eval": 900},
-    "cpu": {"data": 15, "tok": 0, "base": 0, "sft_step": 110.0, "opd": 900}
-    | {"rl": 900, "eval": 670},
+    "cpu": {"data": 15, "tok": 0, "base": 0, "sft_step": 137.0, "opd": 900}
+    | {"rl": 900, "eval": 530},
 }
 
 

@@ -4,9 +4,9 @@ A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
-``compact_num``, ``compact_slip``, ``compact_first`` (issue 16, being sized),
-``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
-``experiments.driver.hat_pipeline``.
+``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``
+(issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's
+tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -161,6 +161,11 @@ COMPACT_SLIP = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"slips": 0.3}}
 # the results sit right before the reply instead of ~400 tokens of skill text
 # back (docs/results/hat_tiny_pilot.md, fourteenth pilot).
 COMPACT_FIRST = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"skills_first": True}}
+# compact_first whose golds name the reply plan in the turn's first reasoning
+# too (the world key ``plan_first``), next to the viewer's message.
+COMPACT_PLAN_FIRST = COMPACT_FIRST | {
+    "world": COMPACT_FIRST["world"] | {"plan_first": True}
+}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -181,6 +186,7 @@ SCALES = {
     "compact_num": COMPACT_NUM,
     "compact_slip": COMPACT_SLIP,
     "compact_first": COMPACT_FIRST,
+    "compact_plan_first": COMPACT_PLAN_FIRST,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

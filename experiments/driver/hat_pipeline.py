@@ -126,6 +126,7 @@ def _sim(w: dict, families: tuple[str, ...], est: float) -> dict:
         **({"reply_plan": True} if w.get("reply_plan") else {}),
         **({"slips": w["slips"]} if w.get("slips") else {}),
         **({"skills_first": True} if w.get("skills_first") else {}),
+        **({"plan_first": True} if w.get("plan_first") else {}),
     }
 
 

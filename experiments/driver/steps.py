@@ -88,6 +88,7 @@ def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         reply_plan=bool(p.get("reply_plan", False)),
         slips=float(p.get("slips", 0.0)),
         skills_first=bool(p.get("skills_first", False)),
+        plan_first=bool(p.get("plan_first", False)),
     )
     trajs, failed, per_family = list(golds), 0, {}
     families = list(p.get("families") or ())

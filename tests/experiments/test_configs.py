@@ -134,6 +134,10 @@ def test_compact_num_cuts_numbers_in_groups(tmp_path):
     assert "skills_first" not in slip[0].by_name["sim_hsa"].spec
     first, _ = load_runs(f"{path}:scale=compact_first", tmp_path / "first")
     assert first[0].by_name["sim_hsa"].spec["skills_first"] is True
+    assert "plan_first" not in first[0].by_name["sim_hsa"].spec
+    ahead, _ = load_runs(f"{path}:scale=compact_plan_first", tmp_path / "ahead")
+    spec = ahead[0].by_name["sim_hsa"].spec
+    assert spec["plan_first"] is True and spec["reply_plan"] is True
 
 
 def test_hat_small_budgets(tmp_path):
@@ -144,7 +148,7 @@ def test_hat_small_budgets(tmp_path):
     cpu, _ = load_runs(f"{path}:budget=cpu,run=fixed_sft", tmp_path / "cpu", **one)
     ev = cpu[0].by_name["eval"].spec
     assert ev["limit"] == 4 and ev["suites"] == "t1,t2,ifeval,ifeval_proxy"
-    assert cpu[0].by_name["sft"].spec["arg"].startswith("steps=8,")
+    assert cpu[0].by_name["sft"].spec["arg"].startswith("steps=6,")
     assert cpu[0].config.meta.scale == "small_cpu"
     gpu, _ = load_runs(f"{path}:run=fixed_sft,sft_steps=40", tmp_path / "gpu", **one)
     assert gpu[0].by_name["eval"].spec["suites"].split(",")[-1] == "ifeval_proxy"
