@@ -246,20 +246,40 @@ def execute(
         return Outcome(step, seconds, False, info or {})
 
 
-def release_memory() -> None:
+# A process holding more than this after a step frees JAX's caches (below).
+RELEASE_ABOVE_BYTES = 4 << 30
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory (Linux ``/proc``), or None elsewhere."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def release_memory(above: int = RELEASE_ABOVE_BYTES) -> bool:
     """Frees what a finished step left behind before the next one runs in this
-    process: JAX's compiled executables (and the weights a jitted closure holds
-    as constants) and unreachable objects. Without it a real-weights sweep
+    process, when the process holds more than ``above`` bytes (or its size is
+    unknown): JAX's compiled executables (and the weights a jitted closure
+    holds as constants) and unreachable objects. Without it a real-weights sweep
     (hat_small: an evaluation, then an SFT step of 1 x 3,072 tokens in the same
-    process) ran out of 24 GB. It is not all: after an SFT and its evaluation
-    ~8 GB stayed resident (2.6 GB after an evaluation alone), so real-weights
-    runs go one process per run (``make reproduce-small``)."""
+    process) ran out of 24 GB. Small steps keep the caches: clearing them made
+    every later small step, and every eager op, compile again (in `make test`,
+    ~2 minutes). It is not all: after an SFT and its evaluation ~8 GB stayed
+    resident, so real-weights runs go one process per run
+    (``make reproduce-small``). Returns whether it cleared."""
     import gc
 
     import jax
 
+    size = resident_bytes()
+    if size is not None and size <= above:
+        return False
     jax.clear_caches()
     gc.collect()
+    return True
 
 
 def enable_compile_cache(folder: str | Path | None) -> None:

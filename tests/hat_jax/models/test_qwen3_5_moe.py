@@ -102,6 +102,8 @@ def pair(tmp_path_factory):
 
 _forward = nnx.jit(lambda m, t, pos, mask, cache: m.forward(t, pos, mask, cache))
 _full = nnx.jit(lambda m, t: m(t))
+_masked = nnx.jit(lambda m, t, mask: m(t, mask=mask))
+_hidden = nnx.jit(lambda m, t: m.forward(t).hidden)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -116,12 +118,12 @@ def test_logits_match_transformers(tmp_path, case):
     assert cfg.tie_word_embeddings == kw["tie"]
     tokens, mask = padded(np.random.default_rng(0), [t, t - 4, 3], t)
     ref = hf_logits(hf, tokens, mask)
-    ours = np.asarray(model(jnp.asarray(tokens), mask=jnp.asarray(mask, bool)))
+    ours = np.asarray(_masked(model, jnp.asarray(tokens), jnp.asarray(mask, bool)))
     real = mask.astype(bool)
     assert np.abs(ours - ref)[real].max() <= 1e-4
     # unpadded, no mask
     ref = hf_logits(hf, tokens[:1])
-    assert np.abs(np.asarray(model(jnp.asarray(tokens[:1]))) - ref).max() <= 1e-4
+    assert np.abs(np.asarray(_full(model, jnp.asarray(tokens[:1]))) - ref).max() <= 1e-4
 
 
 def test_cached_decoding_equals_full_forward(pair):
@@ -218,7 +220,7 @@ def test_export_loads_in_transformers_and_back(exported):
     tokens, mask = padded(np.random.default_rng(2), [10, 6], 10)
     hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     assert type(hf).__name__ == "Qwen3_5MoeForCausalLM"
-    ours = np.asarray(model(jnp.asarray(tokens), mask=jnp.asarray(mask, bool)))
+    ours = np.asarray(_masked(model, jnp.asarray(tokens), jnp.asarray(mask, bool)))
     ref = hf_logits(hf.eval(), tokens, mask)
     assert np.abs(ours - ref)[mask.astype(bool)].max() <= 1e-4
     again, cfg = load_hf(folder)
@@ -395,10 +397,10 @@ def test_packed_documents_match_each_alone(pair):
     tokens = jnp.asarray([sum(docs, [])])
     seg = jnp.asarray([sum([[i + 1] * len(d) for i, d in enumerate(docs)], [])])
     pos = jnp.asarray([sum([list(range(len(d))) for d in docs], [])])
-    packed = np.asarray(packed_hidden(model, tokens, pos, seg))[0]  # the SFT path
+    packed = np.asarray(nnx.jit(packed_hidden)(model, tokens, pos, seg))[0]  # SFT's
     start = 0
     for d in docs:
-        alone = np.asarray(model.forward(jnp.asarray([d])).hidden)[0]
+        alone = np.asarray(_hidden(model, jnp.asarray([d])))[0]
         np.testing.assert_allclose(packed[start : start + len(d)], alone, atol=1e-5)
         start += len(d)
 
@@ -411,7 +413,7 @@ def test_gradients_reach_every_trunk_weight(exported):
         logp = jax.nn.log_softmax(m(tokens[:, :-1]))
         return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], -1))
 
-    grads = nnx.to_flat_state(nnx.grad(loss)(model))
+    grads = nnx.to_flat_state(nnx.jit(nnx.grad(loss))(model))
     trunk = [(p, g[...]) for p, g in grads if p[0] != "mtp"]
     assert len(trunk) == sum(p[0] != "mtp" for p in _params(model)) == 57
     for path, g in trunk:

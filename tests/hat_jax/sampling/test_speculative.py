@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 from hat_jax.models import build_model
 from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
@@ -250,16 +251,22 @@ def test_keep_states_selects_the_state_after_each_prefix():
     prompt = jnp.asarray(rng.integers(1, V, (b, p)), jnp.int32)
     new = jnp.asarray(rng.integers(1, V, (b, t)), jnp.int32)
     pos = jnp.broadcast_to(jnp.arange(p + t, dtype=jnp.int32), (b, p + t))
-    _, cache, _ = model.hidden_states(prompt, pos[:, :p], cache=model.init_cache(b, 16))
-    _, kept, _ = model.hidden_states(new, pos[:, p:], cache=cache, keep_states=True)
+    run = nnx.jit(  # jitted: op by op, the hybrid took ~40 s here
+        lambda m, x, at, c, keep=False: m.hidden_states(
+            x, at, cache=c, keep_states=keep
+        ),
+        static_argnames="keep",
+    )
+    _, cache, _ = run(model, prompt, pos[:, :p], model.init_cache(b, 16))
+    _, kept, _ = run(model, new, pos[:, p:], cache, keep=True)
     n = jnp.asarray([0, 2])  # nothing kept, a partial prefix (t: all, in the
     # hybrid greedy test above)
     picked = [select_state(c, n) if isinstance(c, GDNState) else None for c in kept]
     for row, m in enumerate(np.asarray(n).tolist()):
         ref = [jax.tree.map(lambda x, r=row: x[r : r + 1], c) for c in cache]
         if m:  # the first m new tokens alone, from the same cache
-            _, ref, _ = model.hidden_states(
-                new[row : row + 1, :m], pos[row : row + 1, p : p + m], cache=ref
+            _, ref, _ = run(
+                model, new[row : row + 1, :m], pos[row : row + 1, p : p + m], ref
             )
         for got, want in zip(picked, ref, strict=True):
             if got is None:  # a KV layer: slot = position, nothing to roll back
