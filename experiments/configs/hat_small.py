@@ -16,18 +16,13 @@ Launch::
     hat run --config=experiments/configs/hat_small.py:lora=16 --run hsa_sft \\
         --root runs/hat_small_lora
 
-Budgets (``BUDGETS``): ``cpu`` runs base, fixed-harness SFT and HSA-SFT on
-2 CPU cores (6 SFT steps, 4 cases of four suites: the tables show only that
-every stage runs on real weights); `make reproduce-small` from an empty run
-folder and XLA cache took 55 min on the 2-core machine (base 9, each SFT run
-20-25: an SFT ~14, most of it the first step's compile). ``gpu`` (default) is
-the paper's stages at a size for one GPU (500 SFT steps, 100 cases of every
-suite); not measured yet. Step times and tables go to
-docs/results/hat_small_cpu.md (``make reproduce-small``).
-
-Arguments (`:k=v,...`): run, budget (gpu | cpu), lora (0 = full), sft_steps
-and eval_limit (0 = the budget's). Feeds `hat paper`'s tables at small scale
-(``small``; ``small_cpu`` for the cpu budget).
+Budgets (``BUDGETS``): ``cpu``, base, fixed-harness SFT and HSA-SFT on 2 CPU
+cores in ~55 min (6 SFT steps, 4 cases of four suites: it shows every stage
+runs on real weights, not which claim holds); ``gpu`` (default), the paper's
+stages at one GPU's size (500 SFT steps, 100 cases of every suite), not run
+yet. Feeds `hat paper`'s tables (scale ``small`` / ``small_cpu``); step times
+and tables: docs/results/hat_small_cpu.md. Arguments (`:k=v,...`): run,
+budget, lora (0 = full), sft_steps and eval_limit (0 = the budget's).
 """
 
 from __future__ import annotations

@@ -16,3 +16,10 @@ def compact_golds():
     cases = make_cases("train", 0, 96)
     kw = dict(compact_results=True, reply_plan=True)
     return h, cases, kw, generate(h, cases, **kw)
+
+
+@pytest.fixture(scope="session")
+def compact_first_golds(compact_golds):
+    """The same cases' golds with ``skills_first`` (skills read before the calls)."""
+    h, cases, kw, _ = compact_golds
+    return generate(h, cases, skills_first=True, **kw)

@@ -14,9 +14,9 @@ from sim.oracle import OraclePolicy, reply_plan
 
 
 @pytest.fixture(scope="module")
-def runs(compact_golds):
+def runs(compact_golds, compact_first_golds):
     h, cases, kw, _ = compact_golds
-    first = generate(h, cases, skills_first=True, **kw)
+    first = compact_first_golds
     planned = generate(h, cases, skills_first=True, plan_first=True, **kw)
     return h, cases, first, planned
 

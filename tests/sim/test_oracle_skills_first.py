@@ -16,10 +16,10 @@ N = 96
 
 
 @pytest.fixture(scope="module")
-def runs(compact_golds):
+def runs(compact_golds, compact_first_golds):
     h, cases, kw, plain = compact_golds
     assert len(cases) == N
-    first = generate(h, cases, skills_first=True, **kw)
+    first = compact_first_golds
     again = generate(h, cases, skills_first=True, batch_size=5, **kw)
     return h, cases, plain, first, again
 
