@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from experiments.driver.cpus import parse as parse_cpus
 from hat_jax.cli.config_flags import add_config_args
 
 
@@ -36,6 +37,12 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--jax-cache",
         help="XLA compilation cache folder (default ROOT/_jax_cache; '' for none)",
+    )
+    p.add_argument(
+        "--cpus",
+        type=parse_cpus,
+        help="run on these CPUs only, e.g. 0 or 0-1,3 (set before JAX starts; "
+        "XLA sizes its threads to them)",
     )
 
 
@@ -59,6 +66,11 @@ def run(args) -> int:
 
     root = Path(args.root)
     dry = getattr(args, "dry_run", False)
+    if getattr(args, "cpus", None):
+        from experiments.driver.cpus import pin
+
+        pin(args.cpus)  # before the first JAX computation starts XLA's threads
+        print(f"hat run: on CPUs {','.join(map(str, args.cpus))}", flush=True)
     if not dry:
         enable_compile_cache(cache_folder(args, root))
     overrides = getattr(args, "config_overrides", [])

@@ -5,7 +5,8 @@ HSA-SFT are computed once). A run that fails is reported and the others go on;
 the exit code is nonzero if any failed. Run the same command again after an
 interruption: finished steps and runs are kept. With `--workers N` runs go to
 N `hat run` processes (logs in ROOT/<run>/log.txt); a step two of them need is
-computed by one while the other waits for it. With `--launcher slurm` each step
+computed by one while the other waits for it; `--pin-cores` gives each of them its
+own 1/N of the CPUs (`experiments.driver.cpus`). With `--launcher slurm` each step
 is a cluster job, submitted through submitit when its inputs are done
 (`experiments.driver.launch`; `--launcher local` runs them on this machine).
 `--dry-run` prints the plan (each step cached, or why it would run: not run
@@ -24,6 +25,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import queue
 import subprocess
 import sys
 import time
@@ -59,6 +61,12 @@ def add_arguments(p) -> None:
         "slurm_partition=gpu, gpus_per_node=1, timeout_min=600",
     )
     p.add_argument(
+        "--pin-cores",
+        action="store_true",
+        help="with --workers N: each worker process on its own 1/N of this "
+        "process's CPUs (on 2 cores, two runs on one core each)",
+    )
+    p.add_argument(
         "--only", type=_names, help="comma-separated run names (default: all)"
     )
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
@@ -81,16 +89,37 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def _subprocess_run(args, run, root: Path) -> bool:
+def _subprocess_run(args, run, root: Path, cores: queue.Queue | None) -> bool:
+    """One run in a `hat run` process; with ``cores``, on a CPU slice taken from
+    the queue for the process's life."""
     from experiments.driver.pipeline import cache_folder
 
     cmd = [sys.executable, "-m", "experiments.driver.run_cmd"]
     cmd += ["--config", args.config, "--run", run.name, "--root", str(root)]
     cmd += [f"--config.{o}" for o in getattr(args, "config_overrides", [])]
     cmd += ["--no-bars", "--jax-cache", cache_folder(args, root)]
+    mine = cores.get() if cores is not None else None
+    if mine is not None:
+        cmd += ["--cpus", ",".join(map(str, mine))]
     (root / run.name).mkdir(parents=True, exist_ok=True)
-    with open(root / run.name / "log.txt", "a", encoding="utf-8") as log:
-        return subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT) == 0
+    try:
+        with open(root / run.name / "log.txt", "a", encoding="utf-8") as log:
+            return subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT) == 0
+    finally:
+        if mine is not None:
+            cores.put(mine)
+
+
+def _core_queue(args) -> queue.Queue | None:
+    """The CPU slices of ``--pin-cores`` (one per worker), or None."""
+    if not getattr(args, "pin_cores", False):
+        return None
+    from experiments.driver import cpus
+
+    q: queue.Queue = queue.Queue()
+    for s in cpus.slices(cpus.allowed(), args.workers or 1):
+        q.put(s)
+    return q
 
 
 def run(args) -> int:
@@ -115,6 +144,11 @@ def run(args) -> int:
         if unknown:
             raise ValueError(f"--only names unknown runs {unknown}")
         all_runs = [r for r in all_runs if r.name in wanted]
+    if getattr(args, "pin_cores", False) and (
+        getattr(args, "launcher", None) or (args.workers or 1) <= 1
+    ):
+        raise ValueError("--pin-cores needs --workers N (N > 1) without --launcher")
+    cores = _core_queue(args)  # refuses more workers than CPUs before any work
     if dry:
         done = {r.name for r in all_runs if R.is_finished(r, root)}
         print_plan(all_runs, root, prog="hat sweep", finished=done)
@@ -144,7 +178,7 @@ def run(args) -> int:
     else:
         with ThreadPoolExecutor(args.workers) as pool:
             futures = {
-                r.name: pool.submit(_subprocess_run, args, r, root) for r in todo
+                r.name: pool.submit(_subprocess_run, args, r, root, cores) for r in todo
             }
             for name, fut in futures.items():
                 ok = fut.result()
