@@ -116,8 +116,9 @@ COMPACT = _scale(
     rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": 96},
     ev={"limit": EVAL_LIMITS, "max_new_tokens": 96, "batch_size": 64},
     mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
-    | {"max_new_tokens": 40},
+    # the evaluation's per-call budget, so that turns can answer (40 cut them)
+    replay={"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": 96},
     est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
     | {"eval": 2400, "mtp": 60, "replay": 150},
 )

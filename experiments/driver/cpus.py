@@ -1,10 +1,10 @@
 """CPU pinning: a `hat run` process on its own cores (`hat sweep --pin-cores`).
 
 XLA:CPU sizes its thread pool to the CPUs the process may run on, so two runs
-pinned to one core each share a 2-core machine without contending, and a small
-model's step scales better on one core than on two: two pinned SFTs of the
-tiny world trained ~1.3x the tokens per second of one unpinned SFT
-(docs/results/hat_tiny_pilot.md, fifteenth pilot).
+pinned to one core each share a 2-core machine without contending; a small
+model's step gains little from a second core, so two pinned runs train more
+tokens a second than one run on both (measured: docs/results/hat_tiny_pilot.md,
+fifteenth pilot).
 
     slices([0, 1, 2, 3], 2) == [(0, 1), (2, 3)]
     pin(parse("0-1,3"))  # before JAX starts its backend
