@@ -15,6 +15,9 @@ out of every latency statistic, and they count as not served in ``goodput``.
 Per message (``messages``: all of them):
 
 - ``answered``: turns with status ``"ok"``; ``reply_rate`` = answered / messages.
+- ``distinct_replies``: how many different replies the answered turns gave
+  (one degenerate output repeated for every message gives 1: its MTP
+  acceptance says little about the head).
 - ``status``: how many turns ended in each status; ``errors``, ``timeouts``.
 - ``goodput``: share of *all* messages answered within the SLO (end-to-end
   latency <= ``slo_s``, 15 s by default as in the paper; ``<=`` as vLLM's
@@ -155,6 +158,7 @@ def summarize(
         "messages": len(records),
         "answered": len(ok),
         "reply_rate": len(ok) / n,
+        "distinct_replies": len({r.reply for r in ok}),
         "status": dict(Counter(r.status for r in records)),
         "errors": sum(r.status == "error" for r in records),
         "timeouts": sum(r.status == "timeout" for r in records),
@@ -197,7 +201,7 @@ def _sum_per_pos(counts: Sequence[Sequence[int]]) -> list[int]:
 
 COLUMNS = (
     ("backend", "{}"), ("concurrency", "{}"), ("messages", "{}"),
-    ("replies", "{}"), ("P50 s", "{:.3f}"), ("P95 s", "{:.3f}"),
+    ("replies", "{}"), ("distinct", "{}"), ("P50 s", "{:.3f}"), ("P95 s", "{:.3f}"),
     ("P99 s", "{:.3f}"), ("goodput", "{:.1%}"), ("TTFT P50 s", "{:.3f}"),
     ("TPOT P50 ms", "{:.2f}"), ("decode tok/s", "{:.1f}"),
     ("model/tools/hooks/queue", "{}"), ("MTP acc.", "{}"), ("acc. len", "{}"),
@@ -217,6 +221,7 @@ def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
     per_pos = s.get("mtp_acceptance_per_position") or []
     values = [
         label, concurrency, s["messages"], reply_cell(s["reply_rate"]),
+        s.get("distinct_replies", "-"),
         s["latency_s"]["p50"], s["latency_s"]["p95"], s["latency_s"]["p99"],
         s["goodput"], s["ttft_s"]["p50"], 1000 * s["tpot_s"]["p50"], s["decode_tok_s"],
         parts, "-" if acc is None else f"{acc:.3f}",
@@ -231,7 +236,8 @@ def table_notes(rows: Sequence[list[str]], slo_s: float = SLA_S) -> list[str]:
     notes = [
         "Percentiles (P50/P95/P99) cover answered turns only (status ok: a "
         f"reply that passed the reply hooks); goodput is the share of all "
-        f"messages answered within {slo_s:g} s; TTFT and TPOT are per model call."
+        f"messages answered within {slo_s:g} s; TTFT and TPOT are per model call; "
+        "distinct: how many different replies the answered turns gave."
     ]
     reply = [c for c, _ in COLUMNS].index("replies")
     flagged = [f"{r[0]} c={r[1]}" for r in rows if r[reply].endswith(FLAG)]

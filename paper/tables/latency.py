@@ -80,6 +80,7 @@ HEADER = [
     "MTP acceptance",
     "mean acc. length",
     "speed-up",
+    "distinct replies",
 ]
 
 
@@ -197,6 +198,7 @@ def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
         _num(acc, "{:.3f}"),
         _num(s.get("mtp_mean_accepted_length"), "{:.2f}"),
         _num(speed, "{:.2f}×"),
+        _num(s.get("distinct_replies"), "{:d}"),
     ]
 
 
@@ -205,7 +207,8 @@ def _paper_rows() -> list[list[str]]:
     rows = []
     for name, c, *vals in PAPER:
         cells = [_num(v, f) for v, f in zip(vals, fmts + ("{:.2f}", "{:.2f}×"))]
-        rows.append([name, MISSING if c is None else str(c), MISSING, *cells])
+        c = MISSING if c is None else str(c)
+        rows.append([name, c, MISSING, *cells, MISSING])  # no distinct replies
     return rows
 
 
@@ -221,7 +224,7 @@ def latency_table(sweep: Sweep) -> Table:
             rows.append(_row(HEADS[head], c, s, off.get(c)))
     if not replays:
         for head in (OFF, "co_trained"):
-            rows += [[HEADS[head], str(c)] + [MISSING] * 10 for c in LEVELS]
+            rows += [[HEADS[head], str(c)] + [MISSING] * 11 for c in LEVELS]
     rows += [RULE, *_paper_rows()]
     h = _trace_header(folder)
     trace = (
@@ -253,6 +256,9 @@ def latency_table(sweep: Sweep) -> Table:
         "paper's 1.69× is not the ratio of its two decode rates (271.4 / 216 = "
         "1.26); it does not say how it is measured, nor the concurrency of its "
         "single-level figures.",
+        "Distinct replies: how many different replies the answered turns gave "
+        "(a model that answers every message alike drafts the same tokens each "
+        "turn, and its acceptance says little about the head).",
         "MTP acceptance: accepted over proposed draft tokens; mean accepted "
         "length: 1 + accepted drafts per verify step, at most 1 + the drafts per "
         "step (the paper's 3.12 implies 3 or more).",

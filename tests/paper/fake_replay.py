@@ -53,6 +53,7 @@ def _turns(rng, k: int, per_token: float, c: int) -> list[TurnRecord]:
             start + model_s + 0.1,
             "ok" if i % 4 else "failed",
             model_s=model_s,
+            reply=f"reply {i % 5}",
             first_token=start + calls[0].ttft_s[0],
             calls=calls,
         )

@@ -35,6 +35,7 @@ def expected(turns):
         "decode tok/s": f"{decode:.1f}",
         "MTP acceptance": f"{accepted / proposed:.3f}" if proposed else "–",
         "mean acc. length": f"{1 + accepted / verifies:.2f}" if verifies else "–",
+        "distinct replies": str(len({t["reply"] for t in answered})),
     }, decode
 
 
@@ -78,6 +79,7 @@ def test_paper_rows_and_caption(table):
     assert co[0]["P50 s"] == "3.407" and co[0]["P95 s"] == "8.114"
     assert co[0]["goodput (%)"] == "100.0" and co[0]["decode tok/s"] == "271.4"
     assert {r["replies (%)"] for r in rows} == {"–"}  # the paper gives none
+    assert {r["distinct replies"] for r in rows} == {"–"}
     assert co[0]["MTP acceptance"] == "0.780" and co[0]["mean acc. length"] == "3.12"
     assert [r["speed-up"] for r in co] == ["1.69×", "1.27×", "1.19×"]
     assert [r["concurrency"] for r in co] == ["–", "4", "8"]

@@ -137,8 +137,8 @@ def test_every_turn_failing_gives_nan_latencies_and_a_flagged_row():
         assert all(math.isnan(v) for v in s[key].values()), key
     assert set(s["time_split"].values()) == {0.0}
     row = metrics.table_row("embedded", 1, s)
-    assert row[3] == "0.0% (!)" and row[4] == "nan"
-    assert row[9] == "15.00"  # TPOT P50 in ms: of 0.1 s and 0.2 s over 10 tokens
+    assert row[3] == "0.0% (!)" and row[4] == "0" and row[5] == "nan"
+    assert row[10] == "15.00"  # TPOT P50 in ms: of 0.1 s and 0.2 s over 10 tokens
     table = metrics.markdown_table([row])
     assert "(!) answered fewer than 95% of its messages" in table
     assert "embedded c=1" in table
@@ -217,7 +217,7 @@ def test_acceptance_per_position_is_accepted_at_each_position_over_drafts():
     assert s["mtp_acceptance_rate"] == 26 / 60
     assert s["mtp_mean_accepted_length"] == 1 + 26 / 20
     row = metrics.table_row("embedded mtp3", 1, s)
-    assert row[12:15] == ["0.433", "2.30", "0.70/0.40/0.20"]
+    assert row[13:16] == ["0.433", "2.30", "0.70/0.40/0.20"]
     assert "acc. per pos. the share of drafts" in metrics.markdown_table([row])
     # the endpoint's counters (serving.prom.spec_delta) instead of the calls'
     spec = {"drafts": 4, "draft_tokens": 8, "accepted_tokens": 5,
@@ -234,5 +234,17 @@ def test_no_mtp_gives_no_acceptance_per_position():
     assert s["mtp_acceptance_per_position"] == []
     assert s["mtp_acceptance_rate"] is None and s["mtp_mean_accepted_length"] is None
     row = metrics.table_row("embedded", 1, s)
-    assert row[12:15] == ["-", "-", "-"]
+    assert row[13:16] == ["-", "-", "-"]
     assert "vLLM's definitions" not in metrics.markdown_table([row])
+
+
+def test_distinct_replies_count_different_answers_of_answered_turns_only():
+    turns = _scripted([("ok", 1.0), ("ok", 1.0), ("ok", 1.0), ("failed", 1.0)])
+    for t, reply in zip(turns, ["a", "a", "b", "c"]):
+        t.reply = reply  # the failed turn's last rejected reply is not counted
+    s = summarize(turns)
+    assert s["distinct_replies"] == 2
+    assert metrics.table_row("x", 1, s)[4] == "2"
+    for t in turns:
+        t.reply = "the same sentence"  # a constant policy: one reply for all
+    assert summarize(turns)["distinct_replies"] == 1
