@@ -120,9 +120,8 @@ def test_pinned_workers_each_run_on_their_own_slice(tmp_path):
         assert seen[f"m-{run}"] in halves and seen[f"e-{run}"] == seen[f"m-{run}"]
         log = (root / run / "log.txt").read_text()
         assert f"on CPUs {','.join(map(str, seen[f'm-{run}']))}" in log
-    # unpinned workers keep every CPU
-    _, free = _affinity_sweep(tmp_path / "free", "--workers", "2")
-    assert set(free.values()) == {tuple(ALLOWED)}
+    # the third run took the slice a finished run gave back
+    assert len({seen[f"m-{r}"] for r in ("one", "two", "three")}) <= 2
 
 
 def test_pin_cores_needs_workers_and_at_most_one_per_cpu(tmp_path):
