@@ -4,9 +4,9 @@ A 2,048-token BPE and a base stage trained from scratch on the world's general
 data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
-``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``
-(issue 16, being sized), ``dense``, ``micro`` / ``micro_hybrid`` (the driver's
-tests). Runs: see ``experiments.driver.hat_pipeline``.
+``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``,
+``compact_long`` (issue 16, being sized), ``dense``, ``micro`` /
+``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -104,6 +104,11 @@ DENSE = _scale(
 # sets large enough to separate runs.
 EVAL_LIMITS = {"t1": 300, "t2": 300, "t3": 200, "edit": 150, "ifeval": 541}
 EVAL_LIMITS |= {"ifeval_proxy": 300}
+# Tokens a model call may write (evaluation, RL rollouts, replay): above the
+# longest gold assistant message of the compact worlds (up to ~170 tokens of
+# the world tokenizer with skills and plans first; 96 cut 5-32 % of the golds'
+# first messages: docs/results/hat_tiny_pilot.md, fifteenth pilot).
+CALL_BUDGET = 192
 COMPACT = _scale(
     vocab=2048,
     model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
@@ -113,12 +118,11 @@ COMPACT = _scale(
     base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
     sft={"steps": 300, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
     opd={"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
-    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": 96},
-    ev={"limit": EVAL_LIMITS, "max_new_tokens": 96, "batch_size": 64},
+    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
+    ev={"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
     mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    # the evaluation's per-call budget, so that turns can answer (40 cut them)
     replay={"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
-    | {"max_new_tokens": 96},
+    | {"max_new_tokens": CALL_BUDGET},
     est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
     | {"eval": 2400, "mtp": 60, "replay": 150},
 )
@@ -167,6 +171,13 @@ COMPACT_FIRST = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"skills_first"
 COMPACT_PLAN_FIRST = COMPACT_FIRST | {
     "world": COMPACT_FIRST["world"] | {"plan_first": True}
 }
+# compact_first with twice the SFT steps: the look-up and the intent kept
+# improving past 1,500 (docs/results/hat_tiny_pilot.md, fifteenth pilot).
+COMPACT_LONG = COMPACT_FIRST | {
+    "sft": COMPACT_FIRST["sft"]
+    | {"arg": COMPACT_FIRST["sft"]["arg"] | {"steps": 3000}},
+    "est": COMPACT_FIRST["est"] | {"sft": 6000},
+}
 SCALES = {
     # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
     # (its co-trained MTP layer is a second full-attention layer), so it takes
@@ -188,6 +199,7 @@ SCALES = {
     "compact_slip": COMPACT_SLIP,
     "compact_first": COMPACT_FIRST,
     "compact_plan_first": COMPACT_PLAN_FIRST,
+    "compact_long": COMPACT_LONG,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(
