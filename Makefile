@@ -58,6 +58,20 @@ reproduce: $(STAMP) assets
 reproduce-ablation: $(STAMP) assets
 	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
 
+# The tiny world sized to learn (issue 16): scale compact_long of the same
+# config (compact harness, thousands of golds, 3,000 SFT steps, every suite at
+# full size), two runs at a time on one core each; the progress display's ETA
+# is ~8 h on 2 cores (not yet measured end to end). Rerun after a stop: it
+# resumes from the finished steps and the last checkpoint (every 50 SFT steps).
+LONG_ROOT := runs/hat_tiny_long
+LONG_WORKERS := $(if $(filter 1,$(shell nproc)),,--workers 2 --pin-cores)
+.PHONY: reproduce-long
+reproduce-long: $(STAMP) assets
+	$(BIN)/hat sweep --config=experiments/configs/hat_tiny.py:scale=compact_long \
+		--root $(LONG_ROOT) --only $(MAIN_RUNS) $(LONG_WORKERS); rc=$$?; \
+	$(BIN)/hat paper $(LONG_ROOT) --out paper/out_long \
+		--results docs/results/hat_tiny_long.md && exit $$rc
+
 # SmolLM2-135M-Instruct (real weights) end to end on 2 CPU cores, the cpu budget
 # of experiments/configs/hat_small.py (its docstring has the measured times).
 # One process per run: in one sweep process a second SFT after an evaluation

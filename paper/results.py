@@ -61,6 +61,7 @@ SCALE_PLATFORM = {
     "tiny": "CPU",
     "small": "one GPU",
     "small_cpu": "2 CPU cores, a reduced budget",
+    "compact_long": "2 CPU cores",
     "paper": "GPU/TPU cluster",
 }
 
