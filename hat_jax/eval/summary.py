@@ -7,8 +7,14 @@ uninterrupted one summarise identically::
     {"n": 20, "size": 2000,                 # evaluated here / full-size suite
      "metrics": {"accuracy": {"mean": .9, "ci": [.75, 1.0], "n": 20}, ...},
      "status": {"ok": 18, "failed": 2},
+     "at_budget": 1,                        # cases a model call of was cut (below)
      "by": {"intent": {"chit_chat": {"n": 3, "accuracy": {...}, ...}, ...}, ...},
      "extra": {...}}                        # suite-specific (edit test, consistency)
+
+``at_budget`` counts the cases in which a model call ended because it wrote its
+``max_new_tokens`` (an agent turn's ``calls_at_budget``, a chat case's
+``finish_reason`` "length"): such a case may have failed for the budget, not
+the model, so a budget that cuts answers shows here instead of as lost success.
 
 ``summary_markdown`` renders the whole-run summary (``{"run": {...}, "suites":
 {name: suite summary}}``) as Markdown: an overview table, then per suite its
@@ -54,6 +60,7 @@ def summarize_suite(
         return out
 
     status = collections.Counter(r["trajectory"].get("status") for r in records)
+    cut = sum(_at_budget(r["trajectory"].get("meta") or {}) for r in records)
     by: dict[str, Any] = {}
     for tag in group_by:
         groups: dict[str, list[Record]] = collections.defaultdict(list)
@@ -66,8 +73,14 @@ def summarize_suite(
         "size": size,
         "metrics": stats(records),
         "status": dict(sorted(status.items(), key=lambda kv: str(kv[0]))),
+        "at_budget": cut,
         "by": by,
     }
+
+
+def _at_budget(meta: Mapping[str, Any]) -> bool:
+    """Whether a model call of this case was ended by its token budget."""
+    return bool(meta.get("calls_at_budget")) or meta.get("finish_reason") == "length"
 
 
 def flat_metrics(suites: Mapping[str, Any]) -> dict[str, float]:
@@ -153,6 +166,12 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         if s.get("status"):
             status = ", ".join(f"{k} {v}" for k, v in s["status"].items())
             lines += [f"Turn status: {status}.", ""]
+        if s.get("at_budget"):
+            lines += [
+                f"Cut at the token budget: {s['at_budget']} of {s['n']} cases had "
+                "a model call end at max_new_tokens.",
+                "",
+            ]
         own = list(s.get("metrics", {}))
         for tag, groups in s.get("by", {}).items():
             rows = [

@@ -271,6 +271,8 @@ def _step(
     """Handles one model output of one conversation."""
     h = conv.harness
     parsed = parse_reply(out.text, h.tool_call_format, tools=h.tool_specs())
+    if out.finish_reason == "length":  # the call's token budget ended it
+        conv.traj.meta["calls_at_budget"] = conv.traj.meta.get("calls_at_budget", 0) + 1
     if out.tokens is not None:
         gens = conv.traj.meta.setdefault("generations", [])
         gens.append({"tokens": list(out.tokens), "logprobs": out.logprobs})

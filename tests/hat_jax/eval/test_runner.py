@@ -289,3 +289,16 @@ def test_openai_backend_asks_the_server_for_its_model():
     assert {b["model"] for b in seen} == {"served-7b"}
     assert {b["max_tokens"] for b in seen} == {7}
     assert {b["temperature"] for b in seen} == {0.0}
+
+
+def test_summary_counts_cases_cut_at_the_token_budget(tmp_path):
+    cases = _chat_cases(4)
+    _run(tmp_path / "r.jsonl", cases, ScriptedPolicy(_echo))
+    recs = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert summarize_suite(recs, metrics=("right",))["at_budget"] == 0
+    recs[0]["trajectory"]["meta"]["finish_reason"] = "length"  # a chat case
+    recs[1]["trajectory"]["meta"]["calls_at_budget"] = 2  # an agent turn
+    s = summarize_suite(recs, metrics=("right",))
+    assert s["at_budget"] == 2
+    md = summary_markdown({"run": {}, "suites": {"toy": s}})
+    assert "Cut at the token budget: 2 of 4 cases" in md

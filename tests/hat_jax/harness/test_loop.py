@@ -404,3 +404,24 @@ def test_static_backend_contract():
     assert be.call("zzz", {}, context=ctx).fault == "unknown_tool"
     with pytest.raises(ValueError, match="unknown fault"):
         StaticBackend({}, faults={"a": "explode"})
+
+
+class _CutFirst(ScriptedPolicy):
+    """The script, its first output ended by the token budget."""
+
+    def generate(self, conversations, **kw):
+        outs = super().generate(conversations, **kw)
+        for conv, out in zip(conversations, outs):
+            if not any(m.get("role") == "assistant" for m in conv):
+                out.finish_reason = "length"
+        return outs
+
+
+def test_calls_ended_by_the_token_budget_are_counted():
+    cut = "<tool_call>\n<function=get_product_info_by_link_id>\n<parameter=li"
+    policy = _CutFirst({Q: [cut, *GOLD]})
+    traj = run_turn(HARNESS, TurnRequest(Q, ROOM, {"case": 1}), policy, backend())
+    assert traj.status == "ok"
+    assert traj.meta["calls_at_budget"] == 1
+    traj, _, _ = run(GOLD)  # no call cut: no count
+    assert "calls_at_budget" not in traj.meta
