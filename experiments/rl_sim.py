@@ -18,10 +18,14 @@ harness): the mean of each reward and their mean (``eval/reward``) go to
 metrics.jsonl, the per-case rewards to ``eval/<step>.json`` (for paired
 comparisons); ``eval.n_cases = 0`` turns it off.
 
-Outputs in the workdir: config.json, metrics.jsonl (train rows every step; eval
-rows at step 0 when ``eval.at_start``, every ``eval.every`` steps and at the
-end; ``rl/frac_reward_zero_std``: the share of groups whose total reward has
-std 0, as TRL logs it), rollouts.jsonl (per step every rollout's rewards and
+It runs on the loop every stage shares (``hat_jax.train.loop.train``: resume,
+NaN stop, checkpoints, metrics writer, progress bar, tokens/s of the rollouts);
+the data is the step number, the rollouts are made inside the step (as OPD
+samples inside its step). Outputs in the workdir: config.json, metrics.jsonl
+(train rows every ``train.log_every`` steps; eval rows at step 0 when
+``eval.at_start``, every ``eval.every`` steps and at the end;
+``rl/frac_reward_zero_std``: the share of groups whose total reward has std 0,
+as TRL logs it), rollouts.jsonl (per step every rollout's rewards and
 advantages, the reply text of the first ``tracking.rollout_samples``, also in
 TensorBoard's text tab: ``hat_jax.train.rollout_log``), tb/ (or
 tb/<tracking.name>), wandb/ (with ``tracking.wandb``), ckpt/ (every
@@ -54,24 +58,16 @@ import numpy as np
 from flax import nnx
 
 from augment import apply_spec, sample_family_spec
-from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.harness import SamplerPolicy, load_harness, run_turns
 from hat_jax.harness.policy import formats, thinking_prefill
 from hat_jax.jsonl import write_text_atomic
 from hat_jax.parallel.placement import mesh_from_config
 from hat_jax.sampling import Sampler, SamplingParams
-from hat_jax.train import build
-from hat_jax.train.metrics import (
-    MetricsWriter,
-    check_finite,
-    trim_metrics,
-)
+from hat_jax.train.loop import train
 from hat_jax.train.rl import compute_advantages, jit_rl_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.rollout_log import RolloutLog, markdown, rollout_rows
-from hat_jax.train.state import init_state, make_optimizer
-from hat_jax.train.tracking import check_tracking
-from hat_jax.train.workdir import check_config, open_run, restore_latest
+from hat_jax.train.setup import open_stage, start_stage
 from sim.binding import bind, canonical_mapping
 from sim.datasets import fault_config, make_cases
 from sim.oracle import case_request
@@ -300,15 +296,6 @@ def log_rollouts(cfg, log, writer, step, episodes, trajs, batch, samples) -> Non
         writer.text(step, "rl/rollouts", markdown(rows))
 
 
-def progress_line(step: int, steps: int, m: dict[str, float]) -> str:
-    reward = np.mean([v for k, v in m.items() if k.startswith("rl/reward/")])
-    ev = f"eval {m['eval/reward']:.3f} " if "eval/reward" in m else ""
-    return (
-        f"step {step}/{steps} loss {m['train/loss']:.4f} reward {reward:.3f} "
-        f"{ev}{m['rl/step_s']:.1f}s"
-    )
-
-
 def run_rl(
     cfg,
     workdir,
@@ -325,24 +312,20 @@ def run_rl(
     Returns:
       (final train state, graphdef, last train metrics incl. the last eval).
     """
-    check_config(cfg)
-    check_tracking(cfg.get("tracking"))
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     lora = cfg.get("lora")
     if lora is not None and int(lora.get("rank") or 0) > 0:
         raise ValueError("HSA-RL trains all params; LoRA (lora.rank > 0) is not wired")
     workdir = os.fspath(workdir)
-    os.makedirs(workdir, exist_ok=True)
-    tokenizer = build.load_tokenizer(cfg.tokenizer)
-    model, mcfg = build.make_model(cfg)
-    build.check_vocab(tokenizer, mcfg.vocab_size)
-    record = cfg.to_dict()
-    record["model"] = dataclasses.asdict(mcfg)
-    run = open_run(
-        workdir, record, fresh=fresh, allow_config_change=allow_config_change
+    tokenizer = open_stage(cfg)
+    # an MTP head trains with cfg.mtp_weight (the trainable filter)
+    st = start_stage(
+        cfg, workdir, tokenizer, fresh=fresh, allow_config_change=allow_config_change
     )
-    sampler = Sampler(model, tokenizer)
+    graphdef, state0, run = st.graphdef, st.state, st.run
+    sampler = Sampler(st.model, tokenizer)
+    del st
     ro = cfg.rollout
     policy = SamplerPolicy(
         sampler,
@@ -356,14 +339,8 @@ def run_rl(
     )
     if int(ro.get("max_rows") or 0):
         policy = RowChunkedPolicy(policy, int(ro.max_rows))
-    graphdef, state = init_state(
-        model,
-        make_optimizer(cfg.optim),
-        seed=int(cfg.seed),
-        trainable=build.trainable_filter(cfg, model),  # an MTP head: mtp_weight
-    )
-    ref_params = jax.tree.map(jnp.copy, state.params)  # the starting policy
-    step_fn = jit_rl_step(graphdef, cfg)
+    ref_params = jax.tree.map(jnp.copy, state0.params)  # the starting policy
+    jitted = jit_rl_step(graphdef, cfg)
     base = load_harness(ro.harness).in_format(ro.get("prompt_format") or None)
     backend = SimBackend(
         fault_config(float(ro.fault_rate)),
@@ -373,67 +350,83 @@ def run_rl(
     pool = make_cases(ro.split, int(cfg.seed), int(ro.n_cases))
     n_eval = int(cfg.eval.n_cases)
     held_out = make_cases(cfg.eval.split, int(cfg.seed), n_eval) if n_eval else []
+    samples = int(cfg.get("tracking", {}).get("rollout_samples", 0) or 0)
+    now: dict = {"step": 0}  # the step being run, its batch size and rollouts
 
-    def run_eval(step: int) -> dict[str, float]:
-        # the means go to metrics.jsonl, the per-case rewards to eval/<step>.json
-        if not held_out:
-            return {}
+    def use(state) -> None:
+        sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
+
+    def step_fn(state, step: int, rng):
         t0 = time.perf_counter()
+        use(state)  # rollouts from the current policy (also after a restore)
+        episodes, trajs, specs = step_rollouts(
+            cfg, step, pool, base, policy, backend, tokenizer
+        )
+        batch = make_batch(cfg, episodes, tokenizer.pad_id)
+        rollout_s = time.perf_counter() - t0
+        state, metrics = jitted(state, batch, rng, ref_params)
+        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        metrics.update(rollout_metrics(cfg, episodes, trajs, specs))
+        metrics["rl/rollout_s"] = rollout_s
+        metrics["rl/step_s"] = time.perf_counter() - t0
+        tokens = int(np.sum(batch["attn"]))
+        now.update(step=step, tokens=tokens, rollouts=(episodes, trajs, batch))
+        return state, metrics
+
+    def run_eval(state) -> dict[str, float]:
+        # the means go to metrics.jsonl, the per-case rewards to eval/<step>.json
+        t0 = time.perf_counter()
+        use(state)
         means, scores = evaluate(cfg, policy, base, held_out, backend)
         means["eval/seconds"] = time.perf_counter() - t0
         os.makedirs(os.path.join(workdir, "eval"), exist_ok=True)
-        path = os.path.join(workdir, "eval", f"{step}.json")
+        path = os.path.join(workdir, "eval", f"{now['step']}.json")
         write_text_atomic(path, json.dumps(scores))
         return means
 
-    steps, every, last = int(cfg.train.steps), int(cfg.eval.every), {}
-    with Checkpointer(
-        os.path.join(workdir, "ckpt"),
-        save_every=int(cfg.train.save_every),
-        keep=int(cfg.train.keep),
-    ) as ckpt:
-        start = 0
-        restored = restore_latest(ckpt, state, workdir)
-        if restored is not None:
-            state, _, start = restored
-            sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
-        # rows after the checkpoint (all of them without one) are written again
-        trim_metrics(os.path.join(workdir, "metrics.jsonl"), start if start else -1)
+    def after_restore(start: int) -> None:
         run.commit(start)  # config.json only now: a failed restore keeps the old
-        log = RolloutLog(workdir, start)  # lines after the checkpoint: again
-        samples = int(cfg.get("tracking", {}).get("rollout_samples", 0) or 0)
-        with MetricsWriter(
-            workdir,
-            tracking=cfg.get("tracking"),
-            config=run.record,
-            purge_step=start + 1 if start else 0,
-        ) as writer:
-            if start == 0 and cfg.eval.at_start and held_out:
-                writer.write(0, run_eval(0))
-            for step in range(start + 1, steps + 1):
-                t0 = time.perf_counter()
-                episodes, trajs, specs = step_rollouts(
-                    cfg, step, pool, base, policy, backend, tokenizer
-                )
-                batch = make_batch(cfg, episodes, tokenizer.pad_id)
-                rollout_s = time.perf_counter() - t0
-                rng = jax.random.fold_in(state.rng, step)
-                state, metrics = step_fn(state, batch, rng, ref_params)
-                metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                check_finite(step, metrics)
-                sampler.update_params(nnx.merge(graphdef, state.params, state.frozen))
-                metrics.update(rollout_metrics(cfg, episodes, trajs, specs))
-                metrics["rl/rollout_s"] = rollout_s
-                metrics["rl/step_s"] = time.perf_counter() - t0
-                log_rollouts(cfg, log, writer, step, episodes, trajs, batch, samples)
-                if (every and step % every == 0) or step == steps:
-                    metrics.update(run_eval(step))
-                writer.write(step, metrics)
-                if progress:
-                    print(progress_line(step, steps, metrics), flush=True)
-                last = metrics
-                ckpt.maybe_save(step, state, extra={}, force=step == steps)
+        now["log"] = RolloutLog(workdir, start)  # lines after the checkpoint: again
+
+    def after_step(step, state, metrics, writer) -> None:
+        episodes, trajs, batch = now["rollouts"]
+        log_rollouts(cfg, now["log"], writer, step, episodes, trajs, batch, samples)
+
+    steps, every = int(cfg.train.steps), int(cfg.eval.every)
+    state, last = train(
+        cfg,
+        workdir=workdir,
+        init_fn=lambda: state0,
+        data=StepCounter(),
+        step_fn=step_fn,
+        tokens_per_batch=lambda _: now["tokens"],
+        progress=progress,
+        after_restore=after_restore,
+        evaluate=run_eval if held_out else None,
+        eval_every=every or steps,  # and at the last step
+        evaluate_at_start=bool(cfg.eval.at_start),
+        after_step=after_step,
+        run_config=run.record,
+    )
     return state, graphdef, last
+
+
+class StepCounter:
+    """RL's data: the step number (a step's rollouts are made in the step, from
+    (seed, step) and the current params); resumable like `PackedBatches`."""
+
+    def __init__(self):
+        self.step = 0
+
+    def __next__(self) -> int:
+        self.step += 1
+        return self.step
+
+    def position(self) -> dict:
+        return {"step": self.step}
+
+    def restore(self, position: dict) -> None:
+        self.step = int(position["step"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from hat_jax.losses.divergences import (
     register_divergence,
     reverse_kl,
 )
+from hat_jax.losses.moe import load_balancing_loss, moe_aux_term
 from hat_jax.losses.policy import (
     REPLY_SEGMENT,
     TOOL_SEGMENT,
@@ -40,7 +41,7 @@ from hat_jax.losses.policy import (
     token_ratio,
 )
 from hat_jax.losses.registry import Registry, parse_name
-from hat_jax.losses.sft import cross_entropy, mtp_loss, token_logprobs
+from hat_jax.losses.sft import cross_entropy, mtp_loss, mtp_targets, token_logprobs
 
 __all__ = [
     "REPLY_SEGMENT",
@@ -65,7 +66,10 @@ __all__ = [
     "kl_estimator_names",
     "kl_penalty",
     "length_penalty",
+    "load_balancing_loss",
+    "moe_aux_term",
     "mtp_loss",
+    "mtp_targets",
     "parse_name",
     "policy_loss",
     "register_advantage",

@@ -105,13 +105,12 @@ def mtp_loss(
     Returns:
       ``(loss, metrics)`` with metrics ``mtp/ce``, ``mtp/accuracy``, ``mtp/n_tokens``.
     """
-    shift = 1 + depth
     tokens = jnp.asarray(tokens)
-    pad = jnp.zeros(tokens.shape[:-1] + (shift,), tokens.dtype)
-    targets = jnp.concatenate([tokens[..., shift:], pad], axis=-1)  # [B, T]
-    weights = jnp.asarray(mask).astype(jnp.float32)
-    wpad = jnp.zeros(weights.shape[:-1] + (shift,), jnp.float32)
-    weights = jnp.concatenate([weights[..., shift:], wpad], axis=-1)  # [B, T]
+    pad = jnp.zeros(tokens.shape[:-1] + (1,), tokens.dtype)
+    nxt = jnp.concatenate([tokens[..., 1:], pad], axis=-1)  # next-token targets
+    w = jnp.asarray(mask).astype(jnp.float32)
+    w = jnp.concatenate([w[..., 1:], jnp.zeros(w.shape[:-1] + (1,))], axis=-1)
+    targets, weights = mtp_targets(nxt, w, depth=depth)
     loss, m = cross_entropy(
         logits=mtp_logits, targets=targets, mask=weights, z_loss=z_loss
     )
@@ -120,3 +119,29 @@ def mtp_loss(
         "mtp/accuracy": m["accuracy"],
         "mtp/n_tokens": m["n_tokens"],
     }
+
+
+def mtp_targets(
+    targets: Int[Array, "B T"],
+    weights: Bool[Array, "B T"] | Float[Array, "B T"],
+    segment_ids: Int[Array, "B T"] | None = None,
+    *,
+    depth: int = 1,
+) -> tuple[Int[Array, "B T"], Float[Array, "B T"]]:
+    """The MTP head's targets and weights from next-token ones: the one alignment.
+
+    Position t's next-token target is `targets[t]` (= tokens[t + 1]); its MTP
+    target is `targets[t + depth]`, weighted by `weights[t + depth]` and, with
+    `segment_ids` (packed rows; 0 = padding), only inside t's own example. The
+    last `depth` positions get weight 0. Used by SFT and `mtp_loss`; RL gathers
+    the same pairs (the head at position p - 1 drafts the token at p).
+    """
+    t = targets.shape[-1]
+    pad = [(0, 0)] * (targets.ndim - 1) + [(0, depth)]
+    nxt_t = jnp.pad(targets[..., depth:], pad)[..., :t]
+    w = jnp.asarray(weights).astype(jnp.float32)
+    nxt_w = jnp.pad(w[..., depth:], pad)[..., :t]
+    if segment_ids is not None:
+        nxt_s = jnp.pad(segment_ids[..., depth:], pad)[..., :t]
+        nxt_w = nxt_w * ((nxt_s == segment_ids) & (segment_ids > 0))
+    return nxt_t, nxt_w

@@ -112,12 +112,15 @@ def attention_mask(
     positions: Int[Array, "B T"],
     mask: Bool[Array, "B T"] | None,
     cache_len: int | None,
+    segment_ids: Int[Array, "B T"] | None = None,
 ) -> Bool[Array, "B T S"]:
-    """Which keys each query may see.
+    """Which keys each query may see: the one attention mask of every model.
 
     Without a cache keys are this call's tokens: causal by index, padding keys
-    removed by `mask`. With a cache, slot s holds position s, so a query at position
-    p sees slots s <= p (right padding keeps each row's real tokens at 0..len-1).
+    removed by `mask`, and with `segment_ids` (packed examples) only keys of the
+    query's own example (segment 0, padding, sees earlier padding: no row is
+    empty). With a cache, slot s holds position s, so a query at position p sees
+    slots s <= p (right padding keeps each row's real tokens at 0..len-1).
     """
     b, t = positions.shape
     if cache_len is None:
@@ -125,7 +128,11 @@ def attention_mask(
         allowed = (idx[None, :] <= idx[:, None])[None]  # [1, T, T]
         if mask is not None:
             allowed = allowed & mask[:, None, :].astype(bool)
+        if segment_ids is not None:
+            allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :])
         return jnp.broadcast_to(allowed, (b, t, t))
+    if segment_ids is not None:
+        raise ValueError("segment_ids need a call without a cache")
     slots = jnp.arange(cache_len)
     return slots[None, None, :] <= positions[:, :, None]  # [B, T, S]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 from jaxtyping import Array, Bool, Float, Int
@@ -22,6 +23,7 @@ from hat_jax.models.layers import (
     MLP,
     Attention,
     RMSNorm,
+    _linear,
     attention_mask,
     rope_tables,
 )
@@ -55,7 +57,12 @@ class DecoderLayer(nnx.Module):
         )
         self.mlp = mlp_factory(cfg, layer, rngs)
 
-    def __call__(self, x, cos, sin, allowed, positions, kv):
+    def __call__(self, x, cos, sin, allowed, positions, kv=None, **_):
+        """(x [B, T, D], this layer's updated kv or None, router logits or None).
+
+        Keyword arguments (`mask`, `keep_states`: the hybrid's layers use them)
+        are accepted and unused: full attention reads padding from `allowed`.
+        """
         h, kv = self.self_attn(
             self.input_layernorm(x), cos, sin, allowed, positions, kv
         )
@@ -68,7 +75,12 @@ class DecoderLayer(nnx.Module):
 
 
 class CausalLM(nnx.Module):
-    """A decoder-only causal language model built from a `ModelConfig`."""
+    """A decoder-only causal language model built from a `ModelConfig`.
+
+    Subclasses supply their parts through `make_layer`, `make_mtp_layer` and
+    `make_norm` (the Qwen3.5 hybrid does); `hidden_states` is every family's one
+    layer loop, for training (packed, remat), prefill and decoding.
+    """
 
     def __init__(
         self,
@@ -79,6 +91,7 @@ class CausalLM(nnx.Module):
         mlp_factory: Callable = dense_mlp,
     ):
         self.config = cfg
+        self.qk_norm, self.mlp_factory = qk_norm, mlp_factory
         self.embed_tokens = nnx.Embed(
             cfg.vocab_size,
             cfg.hidden_size,
@@ -87,38 +100,40 @@ class CausalLM(nnx.Module):
             embedding_init=nnx.initializers.normal(0.02),
             rngs=rngs,
         )
-        self.layers = nnx.List(
-            [
-                DecoderLayer(
-                    cfg, i, qk_norm=qk_norm, mlp_factory=mlp_factory, rngs=rngs
-                )
-                for i in range(cfg.num_hidden_layers)
-            ]
-        )
-        self.norm = RMSNorm(
-            cfg.hidden_size, eps=cfg.rms_norm_eps, param_dtype=cfg.jnp_param_dtype
-        )
+        n = cfg.num_hidden_layers
+        self.layers = nnx.List([self.make_layer(i, rngs) for i in range(n)])
+        self.norm = self.make_norm(cfg.hidden_size)
         self.lm_head = nnx.data(None)
         if not cfg.tie_word_embeddings:
-            self.lm_head = nnx.Linear(
-                cfg.hidden_size,
-                cfg.vocab_size,
-                use_bias=False,
-                dtype=cfg.jnp_dtype,
-                param_dtype=cfg.jnp_param_dtype,
-                kernel_init=nnx.initializers.normal(0.02),
-                rngs=rngs,
-            )
+            self.lm_head = _linear(cfg, cfg.hidden_size, cfg.vocab_size, False, rngs)
         # Built last, so the trunk's initial weights do not depend on it.
         self.mtp = nnx.data(None)
         if cfg.mtp_num_hidden_layers:
             self.mtp = MTP(
                 cfg,
-                make_layer=lambda i: DecoderLayer(
-                    cfg, i, qk_norm=qk_norm, mlp_factory=mlp_factory, rngs=rngs
-                ),
+                make_layer=lambda i: self.make_mtp_layer(i, rngs),
                 rngs=rngs,
+                norm=self.make_norm,
             )
+
+    def make_layer(self, i: int, rngs: nnx.Rngs) -> nnx.Module:
+        """Decoder layer i: `(x, cos, sin, allowed, positions, cache, *, mask,
+        keep_states) -> (x, cache, router logits or None)`."""
+        return DecoderLayer(
+            self.config,
+            i,
+            qk_norm=self.qk_norm,
+            mlp_factory=self.mlp_factory,
+            rngs=rngs,
+        )
+
+    def make_mtp_layer(self, i: int, rngs: nnx.Rngs) -> nnx.Module:
+        """MTP layer i (`models.mtp`): the trunk's layer i by default."""
+        return self.make_layer(i, rngs)
+
+    def make_norm(self, dim: int) -> nnx.Module:
+        c = self.config
+        return RMSNorm(dim, eps=c.rms_norm_eps, param_dtype=c.jnp_param_dtype)
 
     def __call__(
         self,
@@ -142,9 +157,12 @@ class CausalLM(nnx.Module):
         positions: Int[Array, "B T"] | None = None,
         mask: Bool[Array, "B T"] | None = None,
         cache: KVCache | None = None,
+        **kw,
     ) -> DecoderOutput:
-        """Full forward. With `cache`, keys/values are written at `positions`."""
-        hidden, cache, routers = self.hidden_states(tokens, positions, mask, cache)
+        """`hidden_states` (same arguments) then the LM head."""
+        hidden, cache, routers = self.hidden_states(
+            tokens, positions, mask, cache, **kw
+        )
         return DecoderOutput(
             logits=self.logits(hidden),
             hidden=hidden,
@@ -153,29 +171,63 @@ class CausalLM(nnx.Module):
         )
 
     def hidden_states(
-        self, tokens, positions=None, mask=None, cache=None, *, prefill=False
-    ):
-        """The decoder without the LM head: (hidden [B, T, D], cache, router logits).
+        self,
+        tokens: Int[Array, "B T"],
+        positions: Int[Array, "B T"] | None = None,
+        mask: Bool[Array, "B T"] | None = None,
+        cache: list | None = None,
+        *,
+        segment_ids: Int[Array, "B T"] | None = None,
+        prefill: bool = False,
+        remat: bool = False,
+        keep_states: bool = False,
+    ) -> tuple[Float[Array, "B T D"], list | None, tuple]:
+        """The decoder without the LM head: (hidden [B, T, D] after the final norm,
+        the updated cache or None, router logits [B*T, E] per MoE layer).
 
-        `prefill=True` promises an empty `cache` and `tokens` at positions 0..T-1
-        (right-padded): attention then runs over this call's keys with the fused
-        kernel (not over all cache slots) while the keys are written to the cache.
+        Args:
+          tokens, positions: ids and their positions (default 0..T-1).
+          mask: real (non-pad) tokens; attention ignores padded keys (and the
+            hybrid's DeltaNet layers skip padded steps, also when writing a cache).
+          cache: per-layer decoding cache (`init_cache`); keys/values are written
+            at `positions` (slot s holds position s).
+          segment_ids: packed examples (training; 0 = padding): attention stays
+            inside each one, so every example's states equal those of running it
+            alone (tested). Not with a cache.
+          prefill: promises an empty `cache` and positions 0..T-1 (right-padded):
+            attention runs over this call's keys (fused kernel) while the keys are
+            written to the cache.
+          remat: recompute each layer in the backward pass instead of storing its
+            activations (training, no cache).
+          keep_states: the hybrid's DeltaNet layers return their state after every
+            prefix of the T tokens (speculative decoding's rollback).
         """
         b, t = tokens.shape
         if positions is None:
             positions = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
-        cache_len = None if cache is None or prefill else cache[0][0].shape[1]
-        allowed = attention_mask(positions, mask, cache_len)  # [B, T, S]
-        cos, sin = rope_tables(positions, self.config)
+        if segment_ids is not None and cache is not None:
+            raise ValueError("segment_ids (packed training) cannot go with a cache")
+        slots = None if cache is None or prefill else self.kv_slots(cache)
+        allowed = attention_mask(positions, mask, slots, segment_ids)  # [B, T, S]
+        cos, sin = rope_tables(positions, self.config, self.config.rotary_dim)
         x = self.embed_tokens(tokens)  # [B, T, D]
         new_cache, routers = [], []
         for i, layer in enumerate(self.layers):
-            kv = None if cache is None else cache[i]
-            x, kv, router = layer(x, cos, sin, allowed, positions, kv)
-            new_cache.append(kv)
+            entry = None if cache is None else cache[i]
+            args = (x, cos, sin, allowed, positions, entry)
+            kw = {"mask": mask, "keep_states": keep_states}
+            if remat and cache is None:
+                x, entry, router = _remat_call(layer, args, kw)
+            else:
+                x, entry, router = layer(*args, **kw)
+            new_cache.append(entry)
             if router is not None:
                 routers.append(router)
         return self.norm(x), (None if cache is None else new_cache), tuple(routers)
+
+    def kv_slots(self, cache: KVCache) -> int | None:
+        """S, the cache's KV slots (the hybrid counts its attention layers')."""
+        return cache[0][0].shape[1]
 
     def init_cache(self, batch: int, length: int, dtype=None) -> KVCache:
         """Zeroed per-layer KV buffers [B, S, K, H] (slot s holds position s)."""
@@ -183,6 +235,17 @@ class CausalLM(nnx.Module):
         shape = (batch, length, c.num_key_value_heads, c.head_dim)
         dt = dtype or c.jnp_dtype
         return [(jnp.zeros(shape, dt), jnp.zeros(shape, dt)) for _ in self.layers]
+
+
+def _remat_call(layer, args, kw):
+    """`layer(*args, **kw)` with its activations recomputed in the backward."""
+    graphdef, state = nnx.split(layer)
+
+    @jax.checkpoint
+    def run(state, args):
+        return nnx.merge(graphdef, state)(*args, **kw)
+
+    return run(state, args)
 
 
 def build(cfg: ModelConfig, rngs: nnx.Rngs) -> CausalLM:

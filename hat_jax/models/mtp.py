@@ -38,7 +38,7 @@ from flax import nnx
 from jaxtyping import Array, Bool, Float, Int
 
 from hat_jax.models.config import ModelConfig
-from hat_jax.models.layers import RMSNorm, rope_tables
+from hat_jax.models.layers import RMSNorm, attention_mask, rope_tables
 
 if TYPE_CHECKING:
     from hat_jax.models.llama import CausalLM
@@ -111,16 +111,6 @@ class MTP(nnx.Module):
         return self.norm(x), kv
 
 
-def _document_mask(segment_ids: Int[Array, "B T"] | None, b: int, t: int):
-    """[B, T, T]: causal, and inside one segment when `segment_ids` is given."""
-    idx = jnp.arange(t)
-    causal = idx[None, :] <= idx[:, None]  # [T, T]
-    if segment_ids is None:
-        return jnp.broadcast_to(causal[None], (b, t, t))
-    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # [B, T, T]
-    return causal[None] & same
-
-
 def mtp_logits(
     model: CausalLM,
     hidden: Float[Array, "B T D"],
@@ -159,7 +149,7 @@ def mtp_logits(
             f"{positions.shape} must share [B, T]"
         )
     if allowed is None:
-        allowed = _document_mask(segment_ids, b, t)
+        allowed = attention_mask(positions, None, None, segment_ids)
     elif segment_ids is not None:
         raise ValueError("pass segment_ids or allowed, not both")
     return model.logits(_mtp_states(model, hidden, tokens, positions, allowed))
@@ -179,8 +169,7 @@ def mtp_hidden(
     """
     if getattr(model, "mtp", None) is None:
         raise ValueError("model has no MTP head (config.mtp_num_hidden_layers = 0)")
-    b, t = tokens.shape
-    allowed = _document_mask(segment_ids, b, t)
+    allowed = attention_mask(positions, None, None, segment_ids)
     return _mtp_states(model, hidden, tokens, positions, allowed)
 
 

@@ -23,16 +23,14 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from hat_jax.models import qwen3_moe
 from hat_jax.models.config import ModelConfig
 from hat_jax.models.gated_attention import GatedAttention
 from hat_jax.models.gated_deltanet import GatedDeltaNet, GDNState
-from hat_jax.models.layers import MLP, _linear, attention_mask, rope_tables
+from hat_jax.models.layers import MLP, _linear
 from hat_jax.models.llama import CausalLM
-from hat_jax.models.mtp import MTP
 from hat_jax.models.norms import ZeroCenteredRMSNorm
 
 # layer_types value -> (attribute name, as in HF's state dict; module class)
@@ -107,7 +105,12 @@ def kv_slots(cache: HybridCache | None) -> int | None:
 
 
 class Qwen35MoeLM(CausalLM):
-    """The hybrid causal LM; `forward`, `logits` and `__call__` are `CausalLM`'s."""
+    """The hybrid causal LM: `CausalLM` with this family's layers and norms.
+
+    Layer i's token mixer is `config.layer_types[i]`; every MTP layer is full
+    attention (as vLLM's); norms are zero-centred. The forward pass, the LM head
+    and the layer loop are `CausalLM`'s.
+    """
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         if len(cfg.layer_types) != cfg.num_hidden_layers:
@@ -115,77 +118,22 @@ class Qwen35MoeLM(CausalLM):
                 f"layer_types has {len(cfg.layer_types)} entries for "
                 f"{cfg.num_hidden_layers} layers"
             )
-        self.config = cfg
-        self.embed_tokens = nnx.Embed(
-            cfg.vocab_size,
-            cfg.hidden_size,
-            dtype=cfg.jnp_dtype,
-            param_dtype=cfg.jnp_param_dtype,
-            embedding_init=nnx.initializers.normal(0.02),
-            rngs=rngs,
-        )
-        self.layers = nnx.List(
-            [DecoderLayer(cfg, kind, rngs=rngs) for kind in cfg.layer_types]
-        )
-        norm = functools.partial(
-            ZeroCenteredRMSNorm, eps=cfg.rms_norm_eps, param_dtype=cfg.jnp_param_dtype
-        )
-        self.norm = norm(cfg.hidden_size)
-        self.lm_head = nnx.data(None)
-        if not cfg.tie_word_embeddings:
-            self.lm_head = _linear(cfg, cfg.hidden_size, cfg.vocab_size, False, rngs)
-        self.mtp = nnx.data(None)
-        if cfg.mtp_num_hidden_layers:  # vLLM: every MTP layer is full attention
-            self.mtp = MTP(
-                cfg,
-                make_layer=lambda i: DecoderLayer(cfg, "full_attention", rngs=rngs),
-                rngs=rngs,
-                norm=norm,
-            )
+        super().__init__(cfg, rngs=rngs)
 
-    def hidden_states(
-        self,
-        tokens,
-        positions=None,
-        mask=None,
-        cache=None,
-        *,
-        prefill=False,
-        keep_states=False,
-    ):
-        """The decoder without the LM head: (hidden [B, T, D], cache, router logits).
+    def make_layer(self, i: int, rngs: nnx.Rngs) -> DecoderLayer:
+        return DecoderLayer(self.config, self.config.layer_types[i], rngs=rngs)
 
-        `mask` [B, T] marks real tokens: attention ignores padded keys and the
-        DeltaNet layers skip padded steps, also when writing a cache.
-        `prefill=True` promises an empty `cache` and positions 0..T-1: attention
-        runs over this call's keys (fused kernel) while writing the cache.
-        `keep_states=True`: each DeltaNet layer returns its state after every
-        prefix of the T tokens (`gated_deltanet.select_state` picks one per row;
-        speculative decoding's rollback); KV entries are as usual (slot = position).
-        """
-        b, t = tokens.shape
-        if positions is None:
-            positions = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
-        slots = None if prefill else kv_slots(cache)
-        allowed = attention_mask(positions, mask, slots)  # [B, T, S]
-        cos, sin = rope_tables(positions, self.config, self.config.rotary_dim)
-        x = self.embed_tokens(tokens)  # [B, T, D]
-        new_cache, routers = [], []
-        for i, layer in enumerate(self.layers):
-            entry = None if cache is None else cache[i]
-            x, entry, router = layer(
-                x,
-                cos,
-                sin,
-                allowed,
-                positions,
-                entry,
-                mask=mask,
-                keep_states=keep_states,
-            )
-            new_cache.append(entry)
-            routers.append(router)
-        return self.norm(x), (None if cache is None else new_cache), tuple(routers)
+    def make_mtp_layer(self, i: int, rngs: nnx.Rngs) -> DecoderLayer:
+        return DecoderLayer(self.config, "full_attention", rngs=rngs)
+
+    def make_norm(self, dim: int) -> ZeroCenteredRMSNorm:
+        c = self.config
+        return ZeroCenteredRMSNorm(
+            dim, eps=c.rms_norm_eps, param_dtype=c.jnp_param_dtype
+        )
+
+    def kv_slots(self, cache: HybridCache) -> int | None:
+        return kv_slots(cache)
 
     def init_cache(self, batch: int, length: int, dtype=None) -> HybridCache:
         """Zeroed per-layer caches: KV [B, S, K, H] or a DeltaNet `GDNState`."""

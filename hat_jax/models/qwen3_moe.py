@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Float
 
 from hat_jax.models import llama, qwen3
 from hat_jax.models.config import ModelConfig
@@ -52,15 +52,22 @@ class SparseMoeBlock(nnx.Module):
         self.up_proj = nnx.Param(init(rngs.params(), (e, d, f), pd))  # [E, D, F]
         self.down_proj = nnx.Param(init(rngs.params(), (e, f, d), pd))  # [E, F, D]
 
-    def route(self, x: Float[Array, "N D"]):
-        """Router logits [N, E] and dense combine weights [N, E] (0 off the top k)."""
+    def select(self, x: Float[Array, "N D"]):
+        """The routing of both implementations: (router logits [N, E], the top-k
+        experts' weights [N, k] (float32; renormalised with `norm_topk_prob`),
+        their indices [N, k])."""
         logits = self.gate(x)  # [N, E]
         probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
         top, idx = jax.lax.top_k(probs, self.top_k)  # [N, k]
         if self.norm_topk_prob:
             top = top / jnp.sum(top, axis=-1, keepdims=True)
+        return logits, top, idx
+
+    def route(self, x: Float[Array, "N D"]):
+        """Router logits [N, E] and dense combine weights [N, E] (0 off the top k)."""
+        logits, top, idx = self.select(x)
         rows = jnp.arange(x.shape[0])[:, None]
-        weights = jnp.zeros_like(probs).at[rows, idx].set(top)  # [N, E]
+        weights = jnp.zeros(logits.shape, jnp.float32).at[rows, idx].set(top)
         return logits, weights.astype(self.dtype)
 
     def __call__(self, x: Float[Array, "B T D"]):
@@ -81,11 +88,7 @@ class SparseMoeBlock(nnx.Module):
         """Top-k dispatch: (y [N, D], router logits [N, E])."""
         n, _ = flat.shape
         e, k, dt = self.gate_proj.shape[0], self.top_k, self.dtype
-        logits = self.gate(flat)  # [N, E]
-        probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
-        top, idx = jax.lax.top_k(probs, k)  # [N, k]
-        if self.norm_topk_prob:
-            top = top / jnp.sum(top, axis=-1, keepdims=True)
+        logits, top, idx = self.select(flat)  # [N, E], [N, k], [N, k]
         expert = idx.reshape(-1)  # [N*k], pair p = (token p // k, its expert)
         order = jnp.argsort(expert, stable=True)  # pairs grouped by expert
         token = order // k  # [N*k]
@@ -108,39 +111,6 @@ def moe_mlp(cfg: ModelConfig, layer: int, rngs: nnx.Rngs) -> nnx.Module:
 
 def build(cfg: ModelConfig, rngs: nnx.Rngs) -> llama.CausalLM:
     return llama.CausalLM(cfg, rngs=rngs, qk_norm=True, mlp_factory=moe_mlp)
-
-
-def load_balancing_loss(
-    router_logits: tuple[Float[Array, "N E"], ...],
-    *,
-    num_experts: int,
-    top_k: int,
-    mask: Bool[Array, "B T"] | None = None,
-) -> Float[Array, ""]:
-    """Switch-style auxiliary loss, E * sum_e f_e * p_e, pooled over MoE layers.
-
-    f_e is the share of top-k assignments that went to expert e and p_e the mean
-    router probability of e, both over (layers x real tokens). Unscaled: multiply by
-    `router_aux_loss_coef` when adding it to the LM loss.
-    """
-    if not router_logits:
-        return jnp.zeros((), jnp.float32)
-    n = router_logits[0].shape[0]
-    w = (
-        jnp.ones((n,), jnp.float32)
-        if mask is None
-        else mask.reshape(-1).astype(jnp.float32)
-    )
-    counts = jnp.zeros((num_experts,), jnp.float32)
-    prob_sum = jnp.zeros((num_experts,), jnp.float32)
-    for logits in router_logits:
-        probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)  # [N, E]
-        _, idx = jax.lax.top_k(probs, top_k)  # [N, k]
-        onehot = jax.nn.one_hot(idx, num_experts, dtype=jnp.float32).sum(1)  # [N, E]
-        counts = counts + jnp.sum(onehot * w[:, None], axis=0)
-        prob_sum = prob_sum + jnp.sum(probs * w[:, None], axis=0)
-    rows = jnp.sum(w) * len(router_logits)
-    return jnp.sum((counts / rows) * (prob_sum / rows)) * num_experts
 
 
 HF_WEIGHTS = qwen3.HF_WEIGHTS + [

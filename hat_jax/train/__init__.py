@@ -10,7 +10,7 @@ from hat_jax.train.metrics import MetricsWriter, NonFiniteError, check_finite
 from hat_jax.train.opd import jit_opd_step, opd_train_step, run_opd
 from hat_jax.train.rl import compute_advantages, jit_rl_step, rl_train_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
-from hat_jax.train.sft import jit_sft_step, packed_forward, run_sft, sft_train_step
+from hat_jax.train.sft import jit_sft_step, run_sft, sft_train_step
 from hat_jax.train.state import TrainState, init_state, make_optimizer
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "jit_sft_step",
     "make_optimizer",
     "pack_rows",
-    "packed_forward",
     "run_sft",
     "select_trajectories",
     "sft_train_step",

@@ -12,7 +12,8 @@ weighted mean (the held-out loss stays unweighted). Examples are packed
 next-fit into rows of `seq_len` in a shuffled order that depends only on
 `(seed, epoch)`; each row carries `segment_ids` (1, 2, ... per example, 0 on
 padding) and `positions` that restart at 0 for every example, so
-`sft.packed_forward` keeps attention inside each example.
+the model's forward (`CausalLM.hidden_states(segment_ids=)`) keeps attention
+inside each example.
 
 The iterator's position is `(epoch, index)`; `restore` rebuilds that epoch's packing
 from the seed, so a resumed run sees exactly the batches an uninterrupted run would.

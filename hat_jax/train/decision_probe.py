@@ -37,7 +37,6 @@ from hat_jax.harness.decisions import KINDS, decision_kinds
 from hat_jax.harness.tokens import trajectory_to_tokens
 from hat_jax.harness.trajectory import Trajectory
 from hat_jax.text.tokenizer import Tokenizer
-from hat_jax.train.sft import packed_hidden
 
 INTENT = KINDS.index("intent") + 1
 
@@ -119,8 +118,8 @@ def span_starts(mask: jax.Array) -> jax.Array:
 
 def _accuracy(params, frozen, batch, *, graphdef) -> dict[str, jax.Array]:
     model = nnx.merge(graphdef, params, frozen)
-    hidden = packed_hidden(
-        model, batch["inputs"], batch["positions"], batch["segment_ids"]
+    hidden, _, _ = model.hidden_states(
+        batch["inputs"], batch["positions"], segment_ids=batch["segment_ids"]
     )
     correct = jnp.argmax(model.logits(hidden), axis=-1) == batch["targets"]  # [R, T]
     kinds = batch["kinds"]

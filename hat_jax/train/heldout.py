@@ -34,7 +34,6 @@ import functools
 from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["OPDHeldOut", "SFTHeldOut", "batches_of", "opd_heldout", "sft_heldout"]
@@ -138,13 +137,12 @@ def sft_heldout(
 def _opd_eval(params, frozen, teacher_params, batch, *, graphdef, tgraph, cfg):
     """Per batch: teacher-forced CE, accuracy and divergence (means over tokens)."""
     from hat_jax.losses.sft import cross_entropy
-    from hat_jax.train.opd import DTYPES, _cast_floats, _forward, opd_loss
+    from hat_jax.train.opd import _forward, opd_loss
+    from hat_jax.train.state import cast_floats
 
-    dtype = DTYPES[cfg.compute_dtype]
-    if dtype != jnp.float32:  # as the training step computes
-        params, frozen = _cast_floats(params, dtype), _cast_floats(frozen, dtype)
-    logits = _forward(graphdef, (params, frozen), batch["inputs"])
-    teacher = _forward(tgraph, (teacher_params,), batch["inputs"])
+    params, frozen = cast_floats((params, frozen), cfg.compute_dtype)  # as training
+    logits = _forward(graphdef, (params, frozen), batch["inputs"]).logits
+    teacher = _forward(tgraph, (teacher_params,), batch["inputs"]).logits
     mask = batch["loss_mask"]
     _, m = cross_entropy(logits=logits, targets=batch["targets"], mask=mask)
     div, _ = opd_loss(student_logits=logits, teacher_logits=teacher, mask=mask, cfg=cfg)

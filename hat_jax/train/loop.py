@@ -8,8 +8,11 @@
         log every log_every (metrics.jsonl, TensorBoard, W&B, tqdm); save every
         save_every (every probe_every steps, probe(state)'s metrics are logged
         with the step's; every eval_every steps, evaluate(state)'s too, and that
-        step's row is written whatever log_every says)
+        step's row is written whatever log_every says); after_step(step, state,
+        metrics, writer) before the save (e.g. RL's rollout log)
 
+SFT, OPD and RL all run here (`sft.run_sft`, `opd.run_opd`,
+`experiments.rl_sim.run_rl`); OPD and RL sample inside their `step_fn`.
 `data` is any iterator with `position() -> dict` and `restore(dict)` (see
 `hat_jax.train.data.PackedBatches`); its position is saved in the checkpoint's
 `extra`, so a resumed run sees the same batches as an uninterrupted one.
@@ -50,6 +53,8 @@ def train(
     after_restore: Callable[[int], None] | None = None,
     evaluate: Callable[[Any], dict[str, float]] | None = None,
     eval_every: int = 0,
+    evaluate_at_start: bool = False,
+    after_step: Callable[[int, Any, dict, MetricsWriter], None] | None = None,
     run_config: Mapping[str, Any] | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """Runs `cfg.train.steps` steps of `step_fn`, resuming from `workdir/ckpt`.
@@ -75,6 +80,10 @@ def train(
         every `eval_every` steps and at the last; that step's row is always
         written (`hat_jax.train.heldout`).
       eval_every: see `evaluate` (0: never).
+      evaluate_at_start: a fresh run (not a resumed one) also writes row 0,
+        `evaluate` of the initial state (a curve's first point).
+      after_step: called with `(step, state, metrics, writer)` after each step's
+        row (if any) and before its checkpoint, e.g. to log a step's samples.
       run_config: the config W&B records (default `cfg.to_dict()`).
 
     Returns:
@@ -99,20 +108,23 @@ def train(
             state, extra, start = restored
             data.restore(extra["data"])
         # rows logged after the checkpoint (all of them when a run died before
-        # its first one) are logged again by this run
-        trim_metrics(os.path.join(workdir, "metrics.jsonl"), start)
+        # its first one; row 0 too when a fresh run writes it) are logged again
+        at_start = evaluate is not None and evaluate_at_start and start == 0
+        trim_metrics(os.path.join(workdir, "metrics.jsonl"), -1 if at_start else start)
         if after_restore is not None:
             after_restore(start)
         writer = MetricsWriter(
             workdir,
             tracking=cfg.get("tracking"),
             config=cfg.to_dict() if run_config is None else run_config,
-            purge_step=start + 1,
+            purge_step=0 if at_start else start + 1,
         )
         with (
             writer,
             tqdm(total=steps, initial=start, disable=not progress, unit="step") as bar,
         ):
+            if at_start:
+                writer.write(0, evaluate(state))
             tokens, t0 = 0, time.perf_counter()
             for step in range(start + 1, steps + 1):
                 batch = next(data)
@@ -138,6 +150,8 @@ def train(
                     )
                     tokens, t0 = 0, time.perf_counter()
                 last = metrics
+                if after_step is not None:
+                    after_step(step, state, metrics, writer)
                 ckpt.maybe_save(
                     step, state, extra={"data": data.position()}, force=step == steps
                 )

@@ -15,7 +15,6 @@ prompt and padding never contribute (position t predicts token t + 1).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from collections.abc import Sequence
@@ -27,15 +26,21 @@ import ml_collections
 import numpy as np
 import optax
 from flax import nnx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
 from hat_jax.harness.trajectory import check_messages
 from hat_jax.jsonl import iter_jsonl
 from hat_jax.losses.divergences import get_divergence
+from hat_jax.losses.moe import moe_aux_term
 from hat_jax.losses.sft import token_logprobs
 from hat_jax.sampling.sampler import Completion, Sampler, SamplingParams
 from hat_jax.text.chat import render_chat
-from hat_jax.train.state import TrainState, make_optimizer, make_schedule
+from hat_jax.train.state import (
+    TrainState,
+    cast_floats,
+    make_optimizer,
+    make_schedule,
+)
 
 __all__ = [
     "PromptBatches",
@@ -47,8 +52,6 @@ __all__ = [
     "read_prompts",
     "run_opd",
 ]
-
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
 def read_prompts(path: str | os.PathLike[str]) -> list[list[dict[str, Any]]]:
@@ -187,13 +190,6 @@ def build_batch(
     }
 
 
-def _cast_floats(tree, dtype):
-    return jax.tree.map(
-        lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        tree,
-    )
-
-
 def opd_loss(
     *,
     student_logits: Float[Array, "B T V"],
@@ -211,23 +207,34 @@ def opd_loss(
     )
 
 
-def _forward(graphdef, variables, tokens: Int[Array, "B T"]) -> Float[Array, "B T V"]:
+def _forward(graphdef, variables, tokens: Int[Array, "B T"]):
     # Right padding under a causal mask never reaches a real position, so no
     # padding mask is needed (a pad query with no keys would give NaNs).
-    return nnx.merge(graphdef, *variables)(tokens)
+    return nnx.merge(graphdef, *variables).forward(tokens)  # DecoderOutput
+
+
+def _real(loss_mask: Bool[Array, "B T"]) -> Bool[Array, "B T"]:
+    """The rows' real tokens: prompt and completion, up to the last trained one."""
+    t = jnp.arange(loss_mask.shape[1])
+    end = jnp.max(jnp.where(loss_mask, t + 1, 0), axis=1)  # [B]
+    return t[None, :] < end[:, None]
 
 
 def _loss_fn(params, frozen, batch, teacher_logits, *, graphdef, cfg):
-    dtype = DTYPES[cfg.compute_dtype]
-    if dtype != jnp.float32:  # bf16 compute; fp32 master params get fp32 grads
-        params, frozen = _cast_floats(params, dtype), _cast_floats(frozen, dtype)
-    logits = _forward(graphdef, (params, frozen), batch["inputs"])
+    params, frozen = cast_floats((params, frozen), cfg.compute_dtype)
+    model = nnx.merge(graphdef, params, frozen)
+    out = model.forward(batch["inputs"])  # no padding mask: as `_forward`
+    logits = out.logits
     loss, m = opd_loss(
         student_logits=logits,
         teacher_logits=teacher_logits,
         mask=batch["loss_mask"],
         cfg=cfg,
     )
+    aux, aux_metrics = moe_aux_term(
+        out.router_logits, model.config, _real(batch["loss_mask"])
+    )
+    loss, m = loss + aux, {**m, **aux_metrics}
     # Trainer vs sampler log-prob of the sampled tokens (both at temperature 1).
     lp = token_logprobs(logits=jax.lax.stop_gradient(logits), targets=batch["targets"])
     gap = jnp.where(batch["loss_mask"], jnp.abs(lp - batch["sampler_logprobs"]), 0.0)
@@ -265,7 +272,7 @@ def opd_train_step(
     del rng
     tg = graphdef if teacher_graphdef is None else teacher_graphdef
     teacher_logits = jax.lax.stop_gradient(
-        _forward(tg, (teacher_params,), batch["inputs"])
+        _forward(tg, (teacher_params,), batch["inputs"]).logits
     )
     grad_fn = jax.value_and_grad(
         functools.partial(_loss_fn, graphdef=graphdef, cfg=cfg), has_aux=True
@@ -288,6 +295,8 @@ def opd_train_step(
         "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
     }
+    if "moe_aux_loss" in m:  # models with routed experts
+        metrics["train/moe_aux_loss"] = m["moe_aux_loss"]
     new = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
     return new, metrics
 
@@ -365,15 +374,11 @@ def run_opd(
     from hat_jax.train import build
     from hat_jax.train.heldout import opd_heldout
     from hat_jax.train.loop import train
-    from hat_jax.train.state import init_state
-    from hat_jax.train.tracking import check_tracking
-    from hat_jax.train.workdir import check_config, open_run
+    from hat_jax.train.setup import open_stage, start_stage
 
-    check_config(cfg)
-    check_tracking(cfg.get("tracking"))
+    tokenizer = open_stage(cfg)
     if mesh_from_config(cfg) is not None:
         raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
-    tokenizer = build.load_tokenizer(cfg.tokenizer)
     ids, stats = encode_prompts(
         read_prompts(cfg.data.train),
         tokenizer,
@@ -398,27 +403,23 @@ def run_opd(
             f"teacher vocab {tvocab} != student vocab {mcfg.vocab_size}: OPD "
             "compares distributions over one shared vocabulary"
         )
-    build.check_vocab(tokenizer, mcfg.vocab_size)
-    record = cfg.to_dict()
-    record["model"] = dataclasses.asdict(mcfg)
-    record["data_stats"] = stats
-    run = open_run(
-        workdir, record, fresh=fresh, allow_config_change=allow_config_change
-    )
-
-    # LoRA (cfg.lora.rank > 0) on the student only, after the teacher was taken.
-    model = build.add_adapters(cfg, model)
-    sampler = Sampler(model, tokenizer)
     # OPD has no MTP term: a head (if any) rides along frozen, out of weight decay
     no_mtp = ml_collections.ConfigDict(cfg.to_dict())
     no_mtp.mtp_weight = 0.0
-    graphdef, state0 = init_state(
-        model,
-        make_optimizer(cfg.optim),
-        seed=int(cfg.seed),
-        trainable=build.trainable_filter(no_mtp, model),
+    # LoRA (cfg.lora.rank > 0) on the student only, after the teacher was taken.
+    st = start_stage(
+        cfg,
+        workdir,
+        tokenizer,
+        model=model,
+        data_stats=stats,
+        trainable_cfg=no_mtp,
+        fresh=fresh,
+        allow_config_change=allow_config_change,
     )
-    del model
+    sampler = Sampler(st.model, tokenizer)
+    graphdef, state0, run = st.graphdef, st.state, st.run
+    del model, st
     jitted = jit_opd_step(graphdef, cfg, tgraph)
     sp = _sampling_params(cfg)
     seq_len = int(cfg.data.max_prompt_tokens) + sp.max_new_tokens

@@ -51,6 +51,7 @@ import optax
 from flax import nnx
 from jaxtyping import Array, Float
 
+from hat_jax.losses.moe import moe_aux_term
 from hat_jax.losses.policy import (
     get_advantage,
     kl_penalty,
@@ -88,6 +89,7 @@ AGGREGATION_UNITS = {
 }
 ROW_KEYS = ("inputs", "positions", "attn")  # [B, T]: the decoder's inputs
 AUX_KEYS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
+AUX_KEYS += ("moe_aux_loss",)  # 0 for a model without routed experts
 MTP_KEYS = ("mtp_ce", "mtp_accuracy", "mtp_count")  # sums, with cfg.mtp_weight > 0
 
 
@@ -178,21 +180,25 @@ def gather_trained(batch: dict) -> dict[str, jax.Array]:
 
 
 def _logprobs(params, frozen, rows, *, graphdef, mtp=False):
-    """logp [M, K] at the gathered positions; with `mtp`, also the MTP terms.
+    """(logp [M, K] at the gathered positions, extra terms).
 
     The decoder runs over [M, T], the LM head at the K gathered positions only.
-    `mtp`: (logp, (ce, hits, count)): the MTP head's CE summed over the trained
-    tokens it can predict (position idx - 1 drafts the token at idx), its correct
-    argmax count, and how many there were.
+    `extra`: for models with routed experts "moe_aux" (router_aux_loss_coef x
+    the load-balancing loss over the rows' real tokens) and "moe_aux_loss" (the
+    loss itself); with `mtp`, "mtp": (ce, hits, count), the MTP head's CE summed
+    over the trained tokens it can predict (position idx - 1 drafts the token at
+    idx), its correct argmax count, and how many there were.
     """
     model = nnx.merge(graphdef, params, frozen)
-    hidden, _, _ = model.hidden_states(
+    hidden, _, routers = model.hidden_states(
         rows["inputs"], rows["positions"], rows["attn"]
     )  # [M, T, D]
     h = jnp.take_along_axis(hidden, rows["idx"][..., None], axis=1)  # [M, K, D]
     logp = token_logprobs(logits=model.logits(h), targets=rows["targets"])
+    term, metrics = moe_aux_term(routers, model.config, rows["attn"])
+    extra = {"moe_aux": term, **metrics} if metrics else {}
     if not mtp:
-        return logp
+        return logp, extra
     seg = rows["attn"].astype(jnp.int32)  # one causal document, padding apart
     hm = mtp_hidden(model, hidden, rows["inputs"], rows["positions"], seg)
     at = jnp.maximum(rows["idx"] - 1, 0)  # [M, K]
@@ -200,7 +206,8 @@ def _logprobs(params, frozen, rows, *, graphdef, mtp=False):
     mtp_logp = token_logprobs(logits=logits, targets=rows["targets"])  # [M, K]
     w = ((rows["segments"] > 0) & (rows["idx"] > 0)).astype(jnp.float32)
     hit = (jnp.argmax(logits, -1) == rows["targets"]).astype(jnp.float32)
-    return logp, (-jnp.sum(mtp_logp * w), jnp.sum(hit * w), jnp.sum(w))
+    extra["mtp"] = (-jnp.sum(mtp_logp * w), jnp.sum(hit * w), jnp.sum(w))
+    return logp, extra
 
 
 def rl_logprobs(params, frozen, batch, *, graphdef) -> Float[Array, "B K"]:
@@ -211,7 +218,7 @@ def rl_logprobs(params, frozen, batch, *, graphdef) -> Float[Array, "B K"]:
     """
     g = gather_trained(batch)
     rows = {k: batch[k] for k in ROW_KEYS} | {k: g[k] for k in ("idx", "targets")}
-    logp = _logprobs(params, frozen, rows, graphdef=graphdef)
+    logp, _ = _logprobs(params, frozen, rows, graphdef=graphdef)
     return jnp.where(batch["trained_pos"] >= 0, logp, 0.0)
 
 
@@ -242,8 +249,8 @@ def _shares(units: Float[Array, " B"], a: int) -> Float[Array, " A"]:
 
 def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl, mtp_weight=0.0):
     """One micro-batch's weighted loss and weighted metric terms."""
-    out = _logprobs(params, frozen, rows, graphdef=graphdef, mtp=mtp_weight > 0)
-    logp, mtp = out if mtp_weight > 0 else (out, None)  # logp [M, K]
+    logp, extra = _logprobs(params, frozen, rows, graphdef=graphdef, mtp=mtp_weight > 0)
+    mtp = extra.get("mtp")  # logp [M, K]
     trained = (rows["segments"] > 0).astype(jnp.float32)
     pg, m = policy_loss(
         logp=logp,
@@ -268,7 +275,10 @@ def _micro_loss(params, frozen, rows, w_pg, w_tok, *, graphdef, rl, mtp_weight=0
         "clip_fraction": w_tok * m["clip_fraction"],
         "ratio_mean": w_tok * m["ratio_mean"],
         "approx_kl": w_tok * m["approx_kl"],
+        "moe_aux_loss": w_tok * extra.get("moe_aux_loss", jnp.zeros(())),
     }
+    if "moe_aux" in extra:  # routed experts: token-weighted over micro-batches
+        loss = loss + w_tok * extra["moe_aux"]
     if mtp is not None:  # its batch mean: the sum over the batch's MTP tokens
         ce_sum, hits, n = mtp
         loss = loss + mtp_weight * ce_sum / rows["mtp_units"]
@@ -354,7 +364,7 @@ def rl_train_step(
 
     def logp_all(params):  # [A, M, K], no grad, one micro-batch at a time
         out = jax.lax.map(
-            lambda r: _logprobs(params, state.frozen, r, graphdef=graphdef), micro
+            lambda r: _logprobs(params, state.frozen, r, graphdef=graphdef)[0], micro
         )
         return jax.lax.stop_gradient(out)
 
@@ -415,6 +425,8 @@ def rl_train_step(
         "train/update_norm": optax.tree.norm(updates),
         "train/lr": make_schedule(cfg.optim)(state.step),
     }
+    if model.config.num_experts:  # the load-balancing loss (token-weighted mean)
+        metrics["train/moe_aux_loss"] = aux["moe_aux_loss"]
     if mtp_weight > 0:
         n = jnp.maximum(aux["mtp_count"], 1.0)
         metrics["rl/mtp_ce"] = aux["mtp_ce"] / n

@@ -1,6 +1,6 @@
 """Stage 1, HSA-SFT: masked next-token cross-entropy over packed trajectories.
 
-    batch [B, T] -> (A micro-batches of [B/A, T]) -> packed_hidden [B/A, T, D]
+    batch [B, T] -> (A micro-batches of [B/A, T]) -> model.hidden_states [B/A, T, D]
     -> chunked LM head + CE on the assistant tokens (never all [B, T, V] logits)
     -> token-weighted mean of the micro-batch grads -> AdamW
 
@@ -9,13 +9,14 @@
 `cfg.remat` recomputes each layer in the backward pass (less memory, ~1/3 more
 compute). With an MTP head and `cfg.mtp_weight` > 0 the head's CE on the token
 after next (`mtp_targets`) is added with that weight; `cfg.mtp_only` trains the
-head alone on that loss, the trunk frozen (`build.trainable_filter`). LoRA comes
-through the `trainable` filter of `init_state`.
+head alone on that loss, the trunk frozen (`build.trainable_filter`). Models with
+routed experts add the load-balancing loss times `router_aux_loss_coef`
+(`hat_jax.losses.moe`, logged as `train/moe_aux_loss`). LoRA comes through the
+`trainable` filter of `init_state`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
@@ -23,97 +24,34 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 from flax import nnx
-from jaxtyping import Array, Float, Int
 
 from hat_jax.losses.chunked import chunked_cross_entropy
-from hat_jax.models.layers import rope_tables
-from hat_jax.models.llama import CausalLM
+from hat_jax.losses.moe import moe_aux_term
+from hat_jax.losses.sft import mtp_targets
 from hat_jax.models.mtp import mtp_hidden
-from hat_jax.train.state import TrainState, make_optimizer, make_schedule
+from hat_jax.train.state import (
+    TrainState,
+    cast_floats,
+    make_optimizer,
+    make_schedule,
+)
 
 __all__ = [
     "jit_sft_step",
-    "packed_forward",
-    "packed_hidden",
     "run_sft",
     "sft_loss",
     "sft_train_step",
 ]
 
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-
-def document_mask(segment_ids: Int[Array, "B T"]) -> jax.Array:
-    """[B, T, T] keys each query may see: causal and inside its own example.
-
-    Padding (segment 0) attends to earlier padding only, so no row is empty.
-    """
-    t = segment_ids.shape[1]
-    idx = jnp.arange(t)
-    causal = idx[None, :] <= idx[:, None]  # [T, T]
-    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # [B, T, T]
-    return causal[None] & same
-
-
-def packed_hidden(
-    model: CausalLM,
-    tokens: Int[Array, "B T"],
-    positions: Int[Array, "B T"],
-    segment_ids: Int[Array, "B T"],
-    remat: bool = False,
-) -> Float[Array, "B T D"]:
-    """Final hidden states (after the final norm) of a packed batch.
-
-    `CausalLM.forward` takes a padding mask but no segment ids, so this runs the
-    model's own parts (embedding, layers, final norm) with a document mask; each
-    example's states equal those of running it alone (tested). `remat` recomputes
-    each layer's activations in the backward pass instead of storing them.
-    """
-    allowed = document_mask(segment_ids)
-    cos, sin = rope_tables(positions, model.config, model.config.rotary_dim)
-    x = model.embed_tokens(tokens)  # [B, T, D]
-    for layer in model.layers:
-        if remat:
-            x = _remat_layer(layer, x, cos, sin, allowed, positions)
-        else:
-            x, _, _ = layer(x, cos, sin, allowed, positions, None)
-    return model.norm(x)
-
-
-def _remat_layer(layer, x, cos, sin, allowed, positions):
-    graphdef, state = nnx.split(layer)
-
-    @jax.checkpoint
-    def run(state, x):
-        out, _, _ = nnx.merge(graphdef, state)(x, cos, sin, allowed, positions, None)
-        return out
-
-    return run(state, x)
-
-
-def packed_forward(model, tokens, positions, segment_ids) -> Float[Array, "B T V"]:
-    """Logits [B, T, V] of a packed batch (`packed_hidden` then the LM head)."""
-    return model.logits(packed_hidden(model, tokens, positions, segment_ids))
-
-
-def _cast_floats(tree, dtype):
-    return jax.tree.map(
-        lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        tree,
-    )
-
 
 def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
     """Mean CE over the batch's loss tokens; params may be cast to bf16 here."""
-    dtype = DTYPES[cfg.compute_dtype]
-    if dtype != jnp.float32:  # bf16 compute; the fp32 master params get fp32 grads
-        params, frozen = _cast_floats(params, dtype), _cast_floats(frozen, dtype)
+    params, frozen = cast_floats((params, frozen), cfg.compute_dtype)
     model = nnx.merge(graphdef, params, frozen)
-    hidden = packed_hidden(
-        model,
+    hidden, _, routers = model.hidden_states(
         batch["inputs"],
         batch["positions"],
-        batch["segment_ids"],
+        segment_ids=batch["segment_ids"],
         remat=bool(cfg.get("remat", False)),
     )
     chunk = int(cfg.get("loss_chunk", 512))
@@ -127,6 +65,8 @@ def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
         mask=batch["loss_mask"],
         chunk=chunk,
     )
+    aux, aux_metrics = moe_aux_term(routers, model.config, batch["segment_ids"] > 0)
+    loss, metrics = loss + aux, {**metrics, **aux_metrics}
     weight = float(cfg.get("mtp_weight", 0.0))
     if getattr(model, "mtp", None) is not None and weight > 0:
         mtp, m = _mtp_term(model, hidden, batch, chunk)
@@ -135,26 +75,13 @@ def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
     return loss, metrics
 
 
-def mtp_targets(batch: dict) -> tuple[jax.Array, jax.Array]:
-    """The MTP head's targets and weights [B, T] from a packed SFT batch.
-
-    Position t predicts `inputs[t + 2] = targets[t + 1]`, counted when that target
-    is a loss token of the same example (never across a packing boundary).
-    """
-    tgt, seg = batch["targets"], batch["segment_ids"]
-    w = batch["loss_mask"].astype(jnp.float32)
-    nxt_t = jnp.concatenate([tgt[:, 1:], jnp.zeros_like(tgt[:, :1])], axis=1)
-    nxt_w = jnp.concatenate([w[:, 1:], jnp.zeros_like(w[:, :1])], axis=1)
-    nxt_s = jnp.concatenate([seg[:, 1:], jnp.zeros_like(seg[:, :1])], axis=1)
-    same = (nxt_s == seg) & (seg > 0)
-    return nxt_t, nxt_w * same
-
-
 def _mtp_term(model, hidden, batch, chunk: int) -> tuple[jax.Array, dict]:
     h = mtp_hidden(
         model, hidden, batch["inputs"], batch["positions"], batch["segment_ids"]
     )
-    targets, weights = mtp_targets(batch)
+    targets, weights = mtp_targets(
+        batch["targets"], batch["loss_mask"], batch["segment_ids"]
+    )
     loss, m = chunked_cross_entropy(
         hidden=h, head=model.logits, targets=targets, mask=weights, chunk=chunk
     )
@@ -189,7 +116,7 @@ def sft_train_step(
         functools.partial(sft_loss, graphdef=graphdef, cfg=cfg), has_aux=True
     )
 
-    keep = ("accuracy", "mtp_ce", "mtp_accuracy")  # reported, token-weighted
+    keep = ("accuracy", "mtp_ce", "mtp_accuracy", "moe_aux_loss")  # weighted
     first = jax.tree.map(lambda x: x[0], micro)
     shapes = jax.eval_shape(grad_fn, state.params, state.frozen, first)[0][1]
     names = [k for k in keep if k in shapes]
@@ -257,16 +184,12 @@ def run_sft(
       (final state, graphdef, last metrics).
     """
     from hat_jax.parallel.placement import place_on_mesh
-    from hat_jax.train import build, data
+    from hat_jax.train import data
     from hat_jax.train.heldout import sft_heldout
     from hat_jax.train.loop import train
-    from hat_jax.train.state import init_state
-    from hat_jax.train.tracking import check_tracking
-    from hat_jax.train.workdir import check_config, open_run
+    from hat_jax.train.setup import open_stage, start_stage
 
-    check_config(cfg)
-    check_tracking(cfg.get("tracking"))
-    tokenizer = build.load_tokenizer(cfg.tokenizer)
+    tokenizer = open_stage(cfg)
     trajs = data.select_trajectories(
         data.load_trajectories(cfg.data.train),
         fixed_harness=bool(cfg.data.fixed_harness),
@@ -292,24 +215,16 @@ def run_sft(
         seed=int(cfg.seed),
         pad_id=tokenizer.pad_id,
     )
-    model, mcfg = build.make_model(cfg)
-    build.check_vocab(tokenizer, mcfg.vocab_size)
-    record = cfg.to_dict()
-    record["model"] = dataclasses.asdict(mcfg)
-    record["data_stats"] = stats
-    run = open_run(
-        workdir, record, fresh=fresh, allow_config_change=allow_config_change
+    st = start_stage(
+        cfg,
+        workdir,
+        tokenizer,
+        data_stats=stats,
+        fresh=fresh,
+        allow_config_change=allow_config_change,
     )
-    # LoRA (cfg.lora.rank > 0): only the adapters (and a co-trained MTP head) get
-    # optimiser state; the base weights ride along in `state.frozen`.
-    model = build.add_adapters(cfg, model)
-    graphdef, state0 = init_state(
-        model,
-        make_optimizer(cfg.optim),
-        seed=int(cfg.seed),
-        trainable=build.trainable_filter(cfg, model),
-    )
-    del model
+    graphdef, state0, mcfg, run = st.graphdef, st.state, st.model_config, st.run
+    del st  # the model: its arrays are the state's
     # cfg.mesh: the state sharded over a device mesh (hat_jax.parallel.placement)
     step = functools.partial(sft_train_step, graphdef=graphdef, cfg=cfg)
     placed = place_on_mesh(cfg, state0, step, mcfg.family)

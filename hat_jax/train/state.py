@@ -21,7 +21,30 @@ import jax.numpy as jnp
 import optax
 from flax import nnx, struct
 
-__all__ = ["TrainState", "init_state", "make_optimizer", "make_schedule"]
+from hat_jax.models.config import DTYPES
+
+__all__ = [
+    "TrainState",
+    "cast_floats",
+    "init_state",
+    "make_optimizer",
+    "make_schedule",
+]
+
+
+def cast_floats(tree, compute_dtype: str):
+    """`tree`'s floating leaves in `compute_dtype` (a `DTYPES` name).
+
+    The trainers' low-precision compute: fp32 master params cast for the forward
+    pass get fp32 gradients. float32 returns `tree` unchanged.
+    """
+    dtype = DTYPES[compute_dtype]
+    if dtype == jnp.float32:
+        return tree
+    return jax.tree.map(
+        lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x,
+        tree,
+    )
 
 
 @struct.dataclass

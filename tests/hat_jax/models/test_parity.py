@@ -41,7 +41,7 @@ def test_logits_match_transformers(tmp_path, family, heads, kv, head_dim, tie):
 def test_moe_aux_loss_matches_transformers(tmp_path):
     import torch
 
-    from hat_jax.models.qwen3_moe import load_balancing_loss
+    from hat_jax.losses.moe import load_balancing_loss
 
     hf = make_hf("qwen3_moe", heads=4, kv_heads=2, mlp_only_layers=[])
     hf.save_pretrained(tmp_path)

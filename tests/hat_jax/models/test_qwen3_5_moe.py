@@ -389,15 +389,21 @@ def test_config_defaults_and_round_trip():
 
 
 def test_packed_documents_match_each_alone(pair):
-    """SFT's packed forward keeps DeltaNet states (and partial RoPE) per document."""
-    from hat_jax.train.sft import packed_hidden
-
+    """The packed forward keeps DeltaNet states (and partial RoPE) per document."""
     _, model = pair
     docs = [[5, 17, 3, 9], [8, 1, 44, 2, 71, 6], [60, 61]]
     tokens = jnp.asarray([sum(docs, [])])
     seg = jnp.asarray([sum([[i + 1] * len(d) for i, d in enumerate(docs)], [])])
     pos = jnp.asarray([sum([list(range(len(d))) for d in docs], [])])
-    packed = np.asarray(nnx.jit(packed_hidden)(model, tokens, pos, seg))[0]  # SFT's
+
+    def packed_fn(m, t, p, s, remat):
+        return m.hidden_states(t, p, segment_ids=s, remat=remat)[0]
+
+    packed = np.asarray(
+        nnx.jit(packed_fn, static_argnums=4)(model, tokens, pos, seg, False)
+    )[0]
+    rematted = nnx.jit(packed_fn, static_argnums=4)(model, tokens, pos, seg, True)
+    np.testing.assert_allclose(np.asarray(rematted)[0], packed, atol=1e-6)
     start = 0
     for d in docs:
         alone = np.asarray(_hidden(model, jnp.asarray([d])))[0]

@@ -60,16 +60,20 @@ def rl_config(**rl) -> ml_collections.ConfigDict:
     return c
 
 
-def tiny_model(vocab: int = 64, seed: int = 0):
+def tiny_model(vocab: int = 64, seed: int = 0, **fields):
+    """A 2-layer Qwen3 (`fields` override its config, e.g. an MoE's)."""
     cfg = ModelConfig(
-        model_type="qwen3",
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
+        **{
+            "model_type": "qwen3",
+            "vocab_size": vocab,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+        }
+        | fields
     )
     return build_model(cfg, seed=seed)
 

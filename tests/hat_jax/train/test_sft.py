@@ -14,7 +14,7 @@ from hat_jax.cli.config_flags import load_config
 from hat_jax.harness.tokens import read_jsonl
 from hat_jax.train import build
 from hat_jax.train.data import PackedBatches, tokenize
-from hat_jax.train.sft import jit_sft_step, packed_forward, run_sft, sft_loss
+from hat_jax.train.sft import jit_sft_step, run_sft, sft_loss
 from hat_jax.train.state import init_state, make_optimizer
 
 
@@ -33,31 +33,6 @@ def _batch(cfg, memo_jsonl, memo_tokenizer):
         examples, batch_size=cfg.batch_size, seq_len=cfg.seq_len, seed=0
     )
     return next(data)
-
-
-def test_packed_forward_equals_each_example_alone(memo_jsonl, memo_tokenizer):
-    cfg = _cfg(memo_jsonl, memo_tokenizer, "seq_len=64,batch_size=2")
-    batch = _batch(cfg, memo_jsonl, memo_tokenizer)
-    model, _ = build.make_model(cfg)
-    packed = packed_forward(
-        model, batch["inputs"], batch["positions"], batch["segment_ids"]
-    )
-    # The same examples one per row, right-padded, through the model's own forward.
-    where = [
-        (r, np.flatnonzero(batch["segment_ids"][r] == s))
-        for r in range(2)
-        for s in range(1, batch["segment_ids"][r].max() + 1)
-    ]
-    assert len(where) >= 4  # rows hold several examples each
-    alone = np.zeros((len(where), 64), np.int32)
-    real = np.zeros((len(where), 64), bool)
-    for i, (r, at) in enumerate(where):
-        alone[i, : len(at)], real[i, : len(at)] = batch["inputs"][r, at], True
-    logits = model(jnp.asarray(alone), mask=jnp.asarray(real))
-    for i, (r, at) in enumerate(where):
-        np.testing.assert_allclose(
-            packed[r, at], logits[i, : len(at)], atol=1e-5, rtol=1e-5
-        )
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +59,9 @@ def test_weighted_loss_equals_brute_force(memo_jsonl, memo_tokenizer):
     model, _ = build.make_model(cfg)
     graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=0)
     loss, _ = sft_loss(state.params, state.frozen, batch, graphdef=graphdef, cfg=cfg)
-    logits = packed_forward(
-        model, batch["inputs"], batch["positions"], batch["segment_ids"]
-    )
+    logits = model.forward(
+        batch["inputs"], batch["positions"], segment_ids=batch["segment_ids"]
+    ).logits
     z = np.asarray(logits, np.float64)  # log-softmax in numpy, float64
     z = z - z.max(-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(-1, keepdims=True))

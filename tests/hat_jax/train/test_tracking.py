@@ -24,7 +24,7 @@ from hat_jax.cli.config_flags import load_config
 from hat_jax.harness.tokens import read_jsonl, write_jsonl
 from hat_jax.train import build, data
 from hat_jax.train.metrics import read_metrics
-from hat_jax.train.sft import packed_forward, run_sft
+from hat_jax.train.sft import run_sft
 from hat_jax.train.tracking import check_tracking, tb_logdir
 
 STEPS, EVERY = 4, 2
@@ -149,7 +149,9 @@ def _direct_eval(graphdef, state, batches) -> tuple[float, float]:
     nll = hits = count = 0.0
     for b in batches:
         logits = np.asarray(
-            packed_forward(model, b["inputs"], b["positions"], b["segment_ids"]),
+            model.forward(
+                b["inputs"], b["positions"], segment_ids=b["segment_ids"]
+            ).logits,
             np.float64,
         )
         m = logits.max(-1, keepdims=True)
