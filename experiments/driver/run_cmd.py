@@ -4,7 +4,8 @@ The config file's `get_config(ARG)` gives the run; with `--run NAME` the run
 of that name from the file's `sweep` instead. Steps already computed under ROOT
 (by this or any other run: their folders are keyed by what they compute) are
 reused; an interrupted run resumes where it stopped. `--dry-run` prints the
-plan (`experiments.driver.dryrun`) and runs and writes nothing.
+plan (`experiments.driver.dryrun`), `--print-config` the resolved stage configs
+(`experiments.driver.show_config`); both run and write nothing.
 
 Examples:
   hat run --config=experiments/configs/hat_tiny.py --run hsa_sft --root runs/hat_tiny
@@ -32,6 +33,12 @@ def add_arguments(p) -> None:
         "--dry-run",
         action="store_true",
         help="print the plan (each step: cached or why it would run; the ETA); "
+        "run and write nothing",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the run's resolved stage configs (every step's spec); "
         "run and write nothing",
     )
     p.add_argument(
@@ -65,7 +72,7 @@ def run(args) -> int:
     from experiments.driver.summary import print_summary
 
     root = Path(args.root)
-    dry = getattr(args, "dry_run", False)
+    dry = getattr(args, "dry_run", False) or getattr(args, "print_config", False)
     if getattr(args, "cpus", None):
         from experiments.driver.cpus import pin
 
@@ -79,6 +86,11 @@ def run(args) -> int:
     else:
         found, _ = R.load_runs(args.config, root, overrides)
     chosen = select(found, args.run, args.config)
+    if getattr(args, "print_config", False):
+        from experiments.driver.show_config import print_config
+
+        print_config(chosen)
+        return 0
     if dry:
         print_plan([chosen], root, prog="hat run")
         return 0

@@ -71,6 +71,11 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
     p.add_argument(
+        "--print-config",
+        metavar="RUN",
+        help="print that run's resolved stage configs; run and write nothing",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan (each step: cached or why it would run; the ETA); "
@@ -130,7 +135,7 @@ def run(args) -> int:
     from experiments.driver.summary import print_summary
 
     root = Path(args.root)
-    dry = getattr(args, "dry_run", False)
+    dry = getattr(args, "dry_run", False) or bool(getattr(args, "print_config", None))
     if not dry:
         enable_compile_cache(cache_folder(args, root))
     all_runs, has_sweep = R.load_runs(
@@ -148,6 +153,12 @@ def run(args) -> int:
         getattr(args, "launcher", None) or (args.workers or 1) <= 1
     ):
         raise ValueError("--pin-cores needs --workers N (N > 1) without --launcher")
+    if getattr(args, "print_config", None):
+        from experiments.driver.run_cmd import select
+        from experiments.driver.show_config import print_config
+
+        print_config(select(all_runs, args.print_config, args.config))
+        return 0
     cores = _core_queue(args)  # refuses more workers than CPUs before any work
     if dry:
         done = {r.name for r in all_runs if R.is_finished(r, root)}
