@@ -33,14 +33,8 @@ runs with --grad-accum 1 at an 11.7 GB peak RSS (before them it was killed past
 18 GB); --grad-accum 4 (micro-batches of 2 x 512, the same tokens and update per
 step) is the default measurement, --remat trades compute for memory further.
 
-Measured 2026-11-30 18:08 UTC (2 cores, quiet; `--grad-accum 4 --breakdown`;
-benchmarks/results/train_step.json): ours 28.62 s/step, torch fp32 30.40 s (ours
-1.06x, paired 1.06), torch bf16 autocast 15.50 s (0.54x); ours at 0.85 of the JAX
-fp32 matmul rate of that run (154 GFLOP/s; torch at 0.65 of its 188). A run just
-before it: 28.70 / 31.15 / 15.97 s (1.09x, paired 1.09; 0.75 of a 175 GFLOP/s
-matmul rate: the 4096^3 matmul's own rate moves 15 % between runs). The
-chunked LM head + CE now takes its gradient in the forward pass (no logits
-recomputed in the backward). Earlier the same day, at --grad-accum 1: 0.78x.
+Measured figures (with the CPU they ran on): docs/results/measurements.md; the
+last run's: benchmarks/results/train_step.json.
 
     python benchmarks/train_step.py [--batch 8] [--seq 512] [--reps 3]
         [--grad-accum 4] [--matmul 4096] [--breakdown]

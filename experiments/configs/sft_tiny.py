@@ -27,6 +27,7 @@ from __future__ import annotations
 import ml_collections
 
 from hat_jax.cli.config_flags import parse_arg_string
+from hat_jax.train.build import model_block
 
 DEFAULTS = {
     "steps": 100,
@@ -39,38 +40,26 @@ DEFAULTS = {
 
 
 def tiny_model() -> ml_collections.ConfigDict:
-    """The 2-layer Qwen3 built from scratch (SmolLM2's vocabulary), shared by OPD."""
-    return ml_collections.ConfigDict(
-        {
-            "model_type": "qwen3",
-            "vocab_size": 49152,
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 16,
-            "max_position_embeddings": 4096,
-            "rope_theta": 10000.0,
-            "tie_word_embeddings": True,
-            # The Qwen3.5 hybrid and MoE fields, off here (a qwen3_5_moe_text
-            # model_type sets them: experiments/configs/hat_tiny.py, scale tiny)
-            "layer_types": (),
-            "linear_conv_kernel_dim": 0,
-            "linear_key_head_dim": 0,
-            "linear_value_head_dim": 0,
-            "linear_num_key_heads": 0,
-            "linear_num_value_heads": 0,
-            "num_experts": 0,
-            "num_experts_per_tok": 0,
-            "moe_intermediate_size": 0,
-            "shared_expert_intermediate_size": 0,
-            "partial_rotary_factor": 1.0,
-            "moe_impl": "dense",
-            # MTP head (Qwen3.5-style `mtp.*`, hat_jax.models.mtp): its decoder
-            # layers; 0 = none. 1 adds a head trained with weight `mtp_weight`.
-            "mtp_num_hidden_layers": 0,
-        }
+    """The 2-layer Qwen3 built from scratch (SmolLM2's vocabulary), shared by OPD.
+
+    Every `ModelConfig` field is in the block (`build.model_block`), the ones
+    not named here at their defaults: the Qwen3.5 hybrid and MoE fields are off
+    (a qwen3_5_moe_text model_type sets them: experiments/configs/hat_tiny.py,
+    scale tiny), and `mtp_num_hidden_layers` 0 (1 adds an MTP head trained with
+    weight `mtp_weight`).
+    """
+    return model_block(
+        model_type="qwen3",
+        vocab_size=49152,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=4096,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
     )
 
 

@@ -13,13 +13,7 @@ tool-response tags (including qwen_xml's ``<function=``/``<parameter=``
 markers) as plain added tokens, as the Qwen tokenizer declares them. The
 trainer never sees those strings, so no merge is spent on them.
 
-Measured (2 CPU cores shared with other jobs, 2026-11): trained on 2000 sim
-(train split) + 2000 base trajectories + 1000 prompts (5,000 rendered chats) in
-about 10 s, the 2048-token vocabulary gives 1,940 tokens per sim trajectory on 200
-held-out dev trajectories, against 2,324 with SmolLM2's 49,152-token
-vocabulary (-16.5 %; the long system prompt repeats in every trajectory). Base
-trajectories: 281 tokens on average (instruct 204, tool use 528, chit-chat 79;
-at most 775), SmolLM2 278.
+Its size and cost, measured: docs/results/measurements.md.
 """
 
 from __future__ import annotations

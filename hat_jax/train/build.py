@@ -14,6 +14,7 @@ for `init_state(..., trainable=...)`; everything else is carried frozen.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -91,6 +92,13 @@ def load_workdir_config(workdir: str | Path) -> ml_collections.ConfigDict:
         if not isinstance(record.get(group), dict):
             raise RunConfigError(f"{path}: expected an object {group!r}")
     return ml_collections.ConfigDict(record)
+
+
+def model_block(**fields) -> ml_collections.ConfigDict:
+    """A config's `model` block holding every `ModelConfig` field: `fields` set,
+    the others at their defaults, so `--config.model.KEY=VALUE` can set any of
+    them (a config names only what differs from the defaults)."""
+    return ml_collections.ConfigDict(dataclasses.asdict(ModelConfig(**fields)))
 
 
 def model_config(cfg: ml_collections.ConfigDict) -> ModelConfig:
