@@ -27,6 +27,7 @@ from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.spec import LOAD_SKILL, Harness
 from hat_jax.harness.trajectory import HookContext, ToolExchange, Trajectory
+from hat_jax.registry import Registry
 from hat_jax.text.toolcall import ToolCall
 
 DIMENSIONS = ("skill_ids", "skill_content", "tool_schema", "prompt", "hooks")
@@ -49,7 +50,7 @@ class Op:
         return self.fn(harness, trajectory, rng, **params)
 
 
-_OPS: dict[str, Op] = {}
+_OPS: Registry[Op] = Registry("op")
 
 
 def register_op(
@@ -70,17 +71,18 @@ def register_op(
             for p in sig.parameters.values()
             if p.kind is inspect.Parameter.KEYWORD_ONLY
         }
-        if name in _OPS:
-            raise ValueError(f"op {name!r} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()
-        _OPS[name] = Op(
+        _OPS.add(
             name,
-            dimension,
-            fn,
-            defaults,
-            {k: tuple(v) for k, v in (choices or {}).items()},
-            dict(ranges or {}),
-            doc[0] if doc else "",
+            Op(
+                name,
+                dimension,
+                fn,
+                defaults,
+                {k: tuple(v) for k, v in (choices or {}).items()},
+                dict(ranges or {}),
+                doc[0] if doc else "",
+            ),
         )
         return fn
 
@@ -89,9 +91,7 @@ def register_op(
 
 def get_op(name: str) -> Op:
     """The op registered as ``name``."""
-    if name not in _OPS:
-        raise ValueError(f"unknown op {name!r}; have {sorted(_OPS)}")
-    return _OPS[name]
+    return _OPS.lookup(name)
 
 
 def all_ops() -> dict[str, Op]:

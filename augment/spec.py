@@ -3,7 +3,8 @@
 Grammar: ``op ( "|" op )*``; an op is ``name`` or ``name(args)`` with
 comma-separated args, each ``key=value`` or a bare value for the op's first
 parameter. Values: ``true``/``false``, ASCII integers and floats (finite, at
-most ``MAX_NUMBER`` characters), or strings (bare, or quoted with ``"``/``'``;
+most ``hat_jax.registry.MAX_NUMBER`` characters; the shared parser,
+``hat_jax.registry``), or strings (bare, or quoted with ``"``/``'``;
 ``''`` is the default said explicitly), converted to the type of the
 parameter's default. Parentheses and quotes must balance, and a spec holds at
 most ``MAX_OPS`` ops in ``MAX_SPEC`` characters. Every problem is a ValueError
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import re
 from typing import Any
 
@@ -24,82 +24,16 @@ from augment.ops import get_op
 from hat_jax.harness.mapping import Mapping
 from hat_jax.harness.spec import Harness
 from hat_jax.harness.trajectory import Trajectory
+from hat_jax.registry import CALL, literal, split_top, unbalanced
 
-_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 MAX_SPEC = 4000  # characters in a spec
 MAX_OPS = 64  # ops in a spec
-MAX_NUMBER = 30  # characters in a number
 SHOWN_CHOICES = 8  # choices an error message lists
 
 
-def _split(text: str, sep: str, *, args: bool = False) -> list[str]:
-    """Splits on ``sep`` outside quotes and parentheses.
-
-    Raises:
-      ValueError: with ``args`` (an op's arguments), a parenthesis outside
-        quotes or an unclosed quote.
-    """
-    out, cur, quote, depth = [], [], None, 0
-    for col, ch in enumerate(text, 1):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "()" and args:
-            raise ValueError(f"unexpected {ch!r} at column {col} of the arguments")
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    if quote and args:
-        raise ValueError(f"unclosed quote {quote} in the arguments")
-    out.append("".join(cur))
-    return out
-
-
-def _unbalanced(text: str) -> str:
-    """What is unbalanced in ``text`` (parentheses outside quotes, quotes), or ""."""
-    quote, depth = None, 0
-    for col, ch in enumerate(text, 1):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "()":
-            depth += 1 if ch == "(" else -1
-            if depth < 0:
-                return f"unbalanced ')' at column {col}"
-    if quote:
-        return f"unclosed quote {quote}"
-    return "unbalanced '(': a ')' is missing" if depth else ""
-
-
-def _literal(text: str) -> Any:
-    """A value's Python form: a quoted string, a boolean, an ASCII number or a
-    bare string."""
-    t = text.strip()
-    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
-        return t[1:-1]
-    if t.lower() in ("true", "false"):
-        return t.lower() == "true"
-    if _INT.fullmatch(t) or _FLOAT.fullmatch(t):
-        if len(t) > MAX_NUMBER:
-            raise ValueError(f"number {t[:MAX_NUMBER]}... is too long")
-        value = int(t) if _INT.fullmatch(t) else float(t)
-        if not math.isfinite(value):
-            raise ValueError(f"number {t} is out of range")
-        return value
-    return t
-
-
 def _convert(value: Any, default: Any, key: str) -> Any:
+    if value is None:  # `literal` reads a bare none as None; ops take no None
+        value = "none"
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ValueError(f"{key}: expected true or false, got {value!r}")
@@ -131,21 +65,21 @@ def _choice_list(choices: tuple[Any, ...]) -> str:
 
 
 def _parse_op(text: str) -> tuple[str, dict[str, Any]]:
-    m = _CALL.match(text)
+    m = CALL.match(text)
     if not m:
-        why = _unbalanced(text)
+        why = unbalanced(text)
         raise ValueError(
             "expected name or name(key=value, ...)" + (f": {why}" if why else "")
         )
     op = get_op(m.group(1))
     params: dict[str, Any] = {}
     raw = m.group(2)
-    args = _split(raw, ",", args=True) if raw is not None and raw.strip() else []
+    args = split_top(raw, ",", args=True) if raw is not None and raw.strip() else []
     for i, arg in enumerate(args):
         if not arg.strip():
             raise ValueError("empty argument (two ',' in a row?)")
         key, eq, value = arg.partition("=")
-        if not eq or not key.strip().isidentifier() or _literal(key) != key.strip():
+        if not eq or not key.strip().isidentifier() or literal(key) != key.strip():
             if i > 0 or not op.defaults:
                 raise ValueError(f"bare value {_short(arg)}: use key=value")
             key, value = next(iter(op.defaults)), arg
@@ -158,10 +92,10 @@ def _parse_op(text: str) -> tuple[str, dict[str, Any]]:
         if not value.strip():  # a quoted '' is the default, said explicitly
             raise ValueError(f"{key}: no value after '=' (leave {key} out, or '')")
         try:
-            literal = _literal(value)
+            parsed = literal(value)
         except ValueError as e:
             raise ValueError(f"{key}: {e}") from None
-        val = _convert(literal, op.defaults[key], key)
+        val = _convert(parsed, op.defaults[key], key)
         if key in op.choices and val not in op.choices[key]:
             choices = _choice_list(op.choices[key])
             raise ValueError(f"{key}={_short(str(val))}: expected one of {choices}")
@@ -181,7 +115,7 @@ def parse_spec(spec: str) -> list[tuple[str, dict[str, Any]]]:
         return []
     if len(spec) > MAX_SPEC:
         raise ValueError(f"spec: {len(spec)} characters, expected at most {MAX_SPEC}")
-    parts = _split(spec, "|")
+    parts = split_top(spec, "|")
     if len(parts) > MAX_OPS:
         raise ValueError(f"spec: {len(parts)} ops, expected at most {MAX_OPS}")
     out = []

@@ -19,6 +19,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from hat_jax.registry import Registry
+
 
 class AssetError(RuntimeError):
     """An asset could not be fetched, verified or found."""
@@ -39,16 +41,15 @@ class Asset:
     convert: Callable[[Path], None] | None = None  # builds derived files in place
 
 
-_REGISTRY: dict[str, Asset] = {}
+_REGISTRY: Registry[Asset] = Registry("asset")
 
 
 def register(asset: Asset) -> Asset:
-    _REGISTRY[asset.name] = asset
-    return asset
+    return _REGISTRY.add(asset.name, asset)
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return list(_REGISTRY.names())
 
 
 def cache_root() -> Path:

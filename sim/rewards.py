@@ -26,6 +26,7 @@ import dataclasses
 from collections.abc import Callable
 
 from hat_jax.harness import Trajectory
+from hat_jax.registry import Registry
 from sim.binding import Binding
 from sim.types import RoomSnapshot, ViewerMessage
 
@@ -45,29 +46,20 @@ class Score:
 
 
 Reward = Callable[[Trajectory, RoomSnapshot, ViewerMessage, Binding], Score]
-_REWARDS: dict[str, Reward] = {}
+_REWARDS: Registry[Reward] = Registry("reward")
 
 
 def register_reward(name: str) -> Callable[[Reward], Reward]:
     """Registers a reward function under ``name``."""
-
-    def register(fn: Reward) -> Reward:
-        if name in _REWARDS:
-            raise ValueError(f"reward {name!r} is already registered")
-        _REWARDS[name] = fn
-        return fn
-
-    return register
+    return _REWARDS.register(name)
 
 
 def get_reward(name: str) -> Reward:
-    if name not in _REWARDS:
-        raise ValueError(f"unknown reward {name!r}; have {reward_names()}")
-    return _REWARDS[name]
+    return _REWARDS.lookup(name)
 
 
 def reward_names() -> tuple[str, ...]:
-    return tuple(sorted(_REWARDS))
+    return _REWARDS.names()
 
 
 def judge_all(

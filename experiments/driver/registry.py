@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hat_jax.registry import Registry
+
 Code = Sequence[str] | Callable[[dict[str, Any]], Sequence[str]]
 
 
@@ -34,7 +36,7 @@ class StepKind:
         return tuple(self.code(spec) if callable(self.code) else self.code)
 
 
-_KINDS: dict[str, StepKind] = {}
+_KINDS: Registry[StepKind] = Registry("step kind")
 
 
 def register(
@@ -47,9 +49,7 @@ def register(
     """Registers the decorated step function as kind ``name``."""
 
     def wrap(fn):
-        if name in _KINDS:
-            raise ValueError(f"step kind {name!r} is registered twice")
-        _KINDS[name] = StepKind(name, fn, fingerprint, version, code)
+        _KINDS.add(name, StepKind(name, fn, fingerprint, version, code))
         return fn
 
     return wrap
@@ -59,6 +59,4 @@ def get(name: str) -> StepKind:
     """The step kind ``name``; importing the built-in kinds on first use."""
     from experiments.driver import steps  # noqa: F401  (registers the kinds)
 
-    if name not in _KINDS:
-        raise ValueError(f"unknown step kind {name!r}; have {sorted(_KINDS)}")
-    return _KINDS[name]
+    return _KINDS.lookup(name)

@@ -28,6 +28,7 @@ from hat_jax.harness import Harness, load_harness
 from hat_jax.harness.dump import harness_texts
 from hat_jax.harness.edits import EDIT_SCHEMA, EDIT_SCHEMAS, MAX_EDITS
 from hat_jax.jsonl import DataError, parse_line
+from hat_jax.registry import Registry
 
 CAMPAIGN_HARNESS = "taolive_d12"  # where the campaign skill and rule come from
 CAMPAIGN_SKILL = "campaign_double12"
@@ -43,23 +44,15 @@ class Editor(Protocol):
         """Proposals: ``{"answer": obj or text}`` or ``{"error": why}`` each."""
 
 
-EDITORS: dict[str, Callable[..., Editor]] = {}
+EDITORS: Registry[Callable[..., Editor]] = Registry("editor")
 
 
 def register_editor(name: str):
-    def add(factory):
-        if name in EDITORS:
-            raise ValueError(f"editor {name!r} is already registered")
-        EDITORS[name] = factory
-        return factory
-
-    return add
+    return EDITORS.register(name)
 
 
 def make_editor(name: str, **kwargs: Any) -> Editor:
-    if name not in EDITORS:
-        raise ValueError(f"unknown editor {name!r}; have {', '.join(EDITORS)}")
-    return EDITORS[name](**kwargs)
+    return EDITORS.lookup(name)(**kwargs)
 
 
 # --- scripted ------------------------------------------------------------------

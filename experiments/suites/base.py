@@ -14,6 +14,7 @@ from typing import Any
 
 from hat_jax.eval.runner import EvalCase, Judge, PolicyFor, Rollout
 from hat_jax.harness import Harness, load_harness
+from hat_jax.registry import Registry
 
 # suite-specific summary measures from the suite's records (in case order)
 Extra = Callable[[Sequence[dict[str, Any]]], dict[str, Any]]
@@ -77,20 +78,15 @@ class Suite:
     weights: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-SUITES: dict[str, Suite] = {}
+SUITES: Registry[Suite] = Registry("suite")
 
 
 def register_suite(suite: Suite) -> Suite:
-    if suite.name in SUITES:
-        raise ValueError(f"suite {suite.name!r} is already registered")
-    SUITES[suite.name] = suite
-    return suite
+    return SUITES.add(suite.name, suite)
 
 
 def get_suite(name: str) -> Suite:
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; have {', '.join(SUITES)}")
-    return SUITES[name]
+    return SUITES.lookup(name)
 
 
 def dataset_seed(opts: SuiteOptions, offset: int) -> int:

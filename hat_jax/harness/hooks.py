@@ -33,6 +33,7 @@ from hat_jax.harness.json_schema import describe, validate_json
 from hat_jax.harness.signoff import TAG, signed_off
 from hat_jax.harness.spec import SKILL_KINDS, Harness, HookSpec, load_skill_tool
 from hat_jax.harness.trajectory import CHECKPOINTS, HookContext, HookResult
+from hat_jax.registry import Registry
 
 Check = Callable[[dict[str, Any], HookContext], HookResult]
 ParamCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
@@ -50,7 +51,7 @@ class HookDef:
     param_check: ParamCheck | None = None
 
 
-_HOOKS: dict[str, HookDef] = {}
+_HOOKS: Registry[HookDef] = Registry("hook")
 
 
 def register_hook(
@@ -75,20 +76,20 @@ def register_hook(
         raise ValueError(f"hook {name!r} is already registered")
 
     def register(check: Check) -> Check:
-        _HOOKS[name] = HookDef(name, checkpoint, dict(params or {}), check, param_check)
+        _HOOKS.add(
+            name, HookDef(name, checkpoint, dict(params or {}), check, param_check)
+        )
         return check
 
     return register
 
 
 def get_hook(name: str) -> HookDef:
-    if name not in _HOOKS:
-        raise ValueError(f"unknown hook {name!r}; have {hook_names()}")
-    return _HOOKS[name]
+    return _HOOKS.lookup(name)
 
 
 def hook_names() -> tuple[str, ...]:
-    return tuple(sorted(_HOOKS))
+    return _HOOKS.names()
 
 
 def _type_ok(tp: Any, value: Any) -> bool:

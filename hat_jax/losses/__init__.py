@@ -40,8 +40,8 @@ from hat_jax.losses.policy import (
     sequence_ratio,
     token_ratio,
 )
-from hat_jax.losses.registry import Registry, parse_name
 from hat_jax.losses.sft import cross_entropy, mtp_loss, mtp_targets, token_logprobs
+from hat_jax.registry import Registry, parse_name
 
 __all__ = [
     "REPLY_SEGMENT",

@@ -39,8 +39,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from hat_jax.losses.registry import Registry, parse_name
 from hat_jax.losses.sft import upcast
+from hat_jax.registry import Registry, parse_name
 
 Metrics = dict[str, Array]
 # (log P_s, log P_t) over the last axis -> per-token divergence
@@ -85,7 +85,7 @@ def get_divergence(spec: str = "reverse_kl") -> Divergence:
     ``student_entropy`` (of the possibly truncated student) and ``n_tokens``. The
     teacher logits are constants (``stop_gradient``).
     """
-    per_token = _DIVERGENCES.get(spec)
+    per_token = _DIVERGENCES.bind(spec)
     name = parse_name(spec)[0]
     return functools.partial(_loss, per_token=per_token, support=_SUPPORT[name])
 

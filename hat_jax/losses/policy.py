@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from hat_jax.losses.registry import Registry
+from hat_jax.registry import Registry
 
 Metrics = dict[str, Array]
 Mask = Bool[Array, "B T"] | Float[Array, "B T"]
@@ -30,7 +30,7 @@ REPLY_SEGMENT = 2
 
 _ADVANTAGES = Registry("advantage", fixed=("weights", "eps"))
 register_advantage = _ADVANTAGES.register
-get_advantage = _ADVANTAGES.get
+get_advantage = _ADVANTAGES.bind
 advantage_names = _ADVANTAGES.names
 
 
@@ -171,7 +171,7 @@ def segment_advantages(
 
 _RATIOS = Registry("ratio", fixed=("logp", "old_logp", "mask"))
 register_ratio = _RATIOS.register
-get_ratio = _RATIOS.get
+get_ratio = _RATIOS.bind
 
 
 def _masked_mean(x: Array, mask: Array, axis=None) -> Array:
@@ -272,7 +272,7 @@ def policy_loss(
 
 _KL_ESTIMATORS = Registry("kl estimator", fixed=("logp", "ref_logp"))
 register_kl_estimator = _KL_ESTIMATORS.register
-get_kl_estimator = _KL_ESTIMATORS.get
+get_kl_estimator = _KL_ESTIMATORS.bind
 kl_estimator_names = _KL_ESTIMATORS.names
 
 

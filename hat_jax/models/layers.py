@@ -8,6 +8,7 @@ Numerics follow transformers: norms and softmax in float32, RoPE tables in float
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +17,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from hat_jax.models.attention_ops import fused_attention
 from hat_jax.models.config import ModelConfig
+from hat_jax.registry import Registry
 
 NEG_INF = -1e30  # finite, so fully masked rows (pad queries) stay NaN-free
 
@@ -35,15 +37,11 @@ class RMSNorm(nnx.Module):
 
 
 # ----------------------------------------------------------------------------- RoPE
-_ROPE_INV_FREQ = {}
+_ROPE_INV_FREQ: Registry[Callable[..., jax.Array]] = Registry("rope_type")
 
 
 def _register_rope(name):
-    def deco(fn):
-        _ROPE_INV_FREQ[name] = fn
-        return fn
-
-    return deco
+    return _ROPE_INV_FREQ.register(name)
 
 
 @_register_rope("default")
@@ -89,7 +87,7 @@ def rope_tables(
     kind = params.pop("rope_type", params.pop("type", "default"))
     if kind not in _ROPE_INV_FREQ:
         raise ValueError(
-            f"unsupported rope_type {kind!r}; have {sorted(_ROPE_INV_FREQ)}"
+            f"unsupported rope_type {kind!r}; have {list(_ROPE_INV_FREQ.names())}"
         )
     inv = _ROPE_INV_FREQ[kind](dim, cfg.rope_theta, **params)  # [R/2]
     freqs = positions.astype(jnp.float32)[..., None] * inv  # [B, T, R/2]

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hat_jax.json_types import JSON_TYPES, has_type
+from hat_jax.registry import Registry
 
 ERROR_KINDS = frozenset(
     {
@@ -298,14 +299,14 @@ class ToolCallFormat:
         raise NotImplementedError
 
 
-_FORMATS: dict[str, ToolCallFormat] = {}
+_FORMATS: Registry[ToolCallFormat] = Registry("tool-call format")
 
 
 def register_format(name: str) -> Callable[[type], type]:
     """Class decorator that registers a ToolCallFormat under ``name``."""
 
     def register(cls: type) -> type:
-        _FORMATS[name] = cls()
+        _FORMATS.add(name, cls())
         return cls
 
     return register
@@ -313,9 +314,7 @@ def register_format(name: str) -> Callable[[type], type]:
 
 def get_format(name: str) -> ToolCallFormat:
     """Returns the registered format called ``name``."""
-    if name not in _FORMATS:
-        raise ValueError(f"unknown tool-call format {name!r}; have {sorted(_FORMATS)}")
-    return _FORMATS[name]
+    return _FORMATS.lookup(name)
 
 
 @register_format("qwen_xml")

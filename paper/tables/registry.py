@@ -4,29 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hat_jax.registry import Registry
 from paper.render import Table
 from paper.results import Sweep
 
 Builder = Callable[[Sweep], Table]
-TABLES: dict[str, Builder] = {}
+TABLES: Registry[Builder] = Registry("table")
 
 
 def register(name: str) -> Callable[[Builder], Builder]:
     """Registers a table builder ``sweep -> Table`` under ``name``."""
 
-    def wrap(fn: Builder) -> Builder:
-        if name in TABLES:
-            raise ValueError(f"table {name!r} is already registered")
-        TABLES[name] = fn
-        return fn
-
-    return wrap
+    return TABLES.register(name)
 
 
 def get(name: str) -> Builder:
-    if name not in TABLES:
-        raise ValueError(f"unknown table {name!r}; have {', '.join(TABLES)}")
-    return TABLES[name]
+    return TABLES.lookup(name)
 
 
 def skipped_note(sweep: Sweep) -> list[str]:

@@ -32,10 +32,12 @@ from typing import Any
 
 import regex
 
+from hat_jax.registry import Registry
+
 Check = Callable[[str], bool]
 Builder = Callable[..., Check]
 
-_REGISTRY: dict[str, Builder] = {}
+_REGISTRY: Registry[Builder] = Registry("IFEval instruction")
 
 LESS_THAN, AT_LEAST = "less than", "at least"
 
@@ -195,18 +197,12 @@ class Pattern:
 
 
 def register(instruction_id: str) -> Callable[[Builder], Builder]:
-    def deco(fn: Builder) -> Builder:
-        if instruction_id in _REGISTRY:
-            raise ValueError(f"instruction {instruction_id!r} registered twice")
-        _REGISTRY[instruction_id] = fn
-        return fn
-
-    return deco
+    return _REGISTRY.register(instruction_id)
 
 
 def names() -> list[str]:
     _load_builtin()
-    return sorted(_REGISTRY)
+    return list(_REGISTRY.names())
 
 
 def build(instruction_id: str, kwargs: Mapping[str, Any] | None = None) -> Check:
