@@ -69,21 +69,21 @@ setup(
         "console_scripts": ["hat=hat_jax.cli.main:main"],
         # Subcommands from packages above hat_jax (imports flow one way).
         "hat.commands": [
-            "augment=augment.cli",
-            "sim=experiments.sim_cli",
-            "world=experiments.world.cli",
+            "augment=augment.augment_cmd",
+            "sim=experiments.sim_cmd",
+            "world=experiments.world.world_cmd",
             "run=experiments.driver.run_cmd",
             "sweep=experiments.driver.sweep_cmd",
-            "paper=paper.cli",
+            "paper=paper.paper_cmd",
             "export=serving.export_cmd",
             "serve=serving.serve_cmd",
             "trace=serving.trace_cmd",
             "replay=serving.replay_cmd",
-            "evolve=experiments.evolve.cli",
+            "evolve=experiments.evolve.evolve_cmd",
         ],
         # Training stages beside the built-in sft/opd (`hat train rl`).
         "hat.stages": ["rl=experiments.rl_sim:run_rl"],
         # `hat eval` subcommands beside the built-in ifeval-score (`hat eval run`).
-        "hat.eval_commands": ["run=experiments.eval_cli"],
+        "hat.eval_commands": ["run=experiments.eval_run_cmd"],
     },
 )

@@ -1,7 +1,7 @@
 """Export a checkpoint as a HF folder that vLLM serves as is.
 
 ``export(src, out)`` loads a ``hat train`` workdir (latest params), a HF
-folder or a GGUF (``hat_jax.cli.convert``'s sources), then writes with
+folder or a GGUF (``hat_jax.cli.convert_cmd``'s sources), then writes with
 ``hat_jax.checkpoints.hf.save_hf``: LoRA merged, MTP tensors as ``mtp.*`` and
 ``mtp_num_hidden_layers`` in ``config.json``, the tokenizer, plus:
 

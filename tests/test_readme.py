@@ -33,3 +33,19 @@ def test_paths_it_names_exist():
 
 def test_it_never_points_outside_the_clone():
     assert "../shared" not in README and "DESIGN.md" not in README
+
+
+def test_every_hat_command_module_follows_one_naming_scheme():
+    """`hat X` lives in a module named X_cmd.py (`eval run`: eval_run_cmd.py)."""
+    import re as _re
+
+    setup = (ROOT / "setup.py").read_text()
+    block = setup.split('"hat.commands": [')[1].split("]")[0]
+    entry = dict(_re.findall(r'"(\w+)=([\w.]+)"', block))  # plugin commands
+    assert len(entry) >= 11
+    for name in entry:
+        assert entry[name].rsplit(".", 1)[1] == f"{name}_cmd", entry[name]
+    builtin = sorted(p.name for p in (ROOT / "hat_jax" / "cli").glob("*_cmd.py"))
+    assert {"chat_cmd.py", "convert_cmd.py", "train_cmd.py"} <= set(builtin)
+    for old in ("chat.py", "convert.py"):
+        assert not (ROOT / "hat_jax" / "cli" / old).exists()

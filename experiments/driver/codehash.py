@@ -5,7 +5,7 @@ checkout, or the folder an editable install points at; a test points it at a
 tmp copy)::
 
     "hat_jax/losses"        a folder: every hashed file under it
-    "experiments/eval_cli.py"   one file (hashed whatever its suffix)
+    "experiments/eval_run_cmd.py"   one file (hashed whatever its suffix)
     "hat_jax/*.py"          a glob (pathlib, relative to CODE_ROOT)
     "!sim/judge_*"          drop the matching files (fnmatch on the relative
                             path, ``*`` crossing "/") from the kind's set

@@ -44,7 +44,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 LIB_BASE = ("hat_jax/*.py", "hat_jax/harness", "hat_jax/text")
 NO_JUDGES = ("!sim/judge_*", "!sim/rewards.py", "!sim/data/judge_labels.jsonl")
 NO_CLI = ("!hat_jax/cli/*",)
-SIM_DATA_CODE = (*LIB_BASE, "sim", "augment", "experiments/sim_cli.py", *NO_JUDGES)
+SIM_DATA_CODE = (*LIB_BASE, "sim", "augment", "experiments/sim_cmd.py", *NO_JUDGES)
 WORLD_CODE = (*LIB_BASE, "hat_jax/eval/ifeval", "experiments/world")
 TOKENIZER_CODE = (
     *LIB_BASE,
@@ -55,7 +55,7 @@ TOKENIZER_CODE = (
 TRAIN_CODE = ("hat_jax", *NO_CLI, "!hat_jax/eval/*")
 STAGE_CODE = {"rl": ("experiments/rl_sim.py", "sim", "augment")}  # + judges
 EVAL_CODE = ("hat_jax", "sim", "augment", "experiments/suites", "experiments/world")
-EVAL_CODE += ("experiments/eval_cli.py", *NO_CLI)
+EVAL_CODE += ("experiments/eval_run_cmd.py", *NO_CLI)
 REPLAY_CODE = ("hat_jax", "serving", "sim", *NO_CLI, *NO_JUDGES)
 
 
@@ -67,7 +67,7 @@ def train_code(spec: dict[str, Any]) -> tuple[str, ...]:
 
 @register("sim_data", version=2, code=SIM_DATA_CODE)  # 2: the compact call format
 def sim_data(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
-    from experiments.sim_cli import augment_all
+    from experiments.sim_cmd import augment_all
     from hat_jax.harness import load_harness
     from sim.datasets import generate, make_cases, summarize, write_dataset
 
@@ -182,10 +182,10 @@ def train(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
 def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     import json
 
-    from experiments import eval_cli
+    from experiments import eval_run_cmd
 
     parser = argparse.ArgumentParser()
-    eval_cli.add_arguments(parser)
+    eval_run_cmd.add_arguments(parser)
     argv = ["--model", p["model"], "--out", str(out), "--suite", p["suites"]]
     limit = p.get("limit")
     if isinstance(limit, dict):  # per suite: {"t1": 300, ...}, of the suites run
@@ -200,7 +200,7 @@ def evaluate(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
         argv.append("--compact-results")
     if not progress:
         argv.append("--no-progress")
-    rc = eval_cli.run(parser.parse_args(argv))
+    rc = eval_run_cmd.run(parser.parse_args(argv))
     if rc:
         raise RuntimeError(f"hat eval run exited with {rc}")
     summary = json.loads((out / "summary.json").read_text())

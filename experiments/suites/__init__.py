@@ -2,7 +2,7 @@
 and its in-world proxy.
 
 ``get_suite("t1").build(SuiteOptions(harness), n)`` gives the first ``n`` cases
-of a suite; ``hat eval run`` (``experiments.eval_cli``) runs them.
+of a suite; ``hat eval run`` (``experiments.eval_run_cmd``) runs them.
 """
 
 from experiments.suites import (  # noqa: F401  (register)

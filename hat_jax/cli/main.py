@@ -12,8 +12,8 @@ from types import ModuleType
 
 from hat_jax.cli import (
     assets_cmd,
-    chat,
-    convert,
+    chat_cmd,
+    convert_cmd,
     env_cmd,
     eval_cmd,
     harness_cmd,
@@ -25,8 +25,8 @@ from hat_jax.cli.plugins import Broken, load_entry_points
 # name -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS: dict[str, ModuleType] = {
     "assets": assets_cmd,
-    "chat": chat,
-    "convert": convert,
+    "chat": chat_cmd,
+    "convert": convert_cmd,
     "env": env_cmd,
     "eval": eval_cmd,
     "harness": harness_cmd,

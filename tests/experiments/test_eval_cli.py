@@ -1,10 +1,10 @@
-"""`hat eval run` (experiments.eval_cli): outputs, resumption, backends."""
+"""`hat eval run` (experiments.eval_run_cmd): outputs, resumption, backends."""
 
 import json
 
 import pytest
 
-from experiments import eval_cli
+from experiments import eval_run_cmd
 from hat_jax import assets
 from hat_jax.cli.main import main as hat
 from hat_jax.eval.records import read_records
@@ -58,7 +58,7 @@ def test_any_harness_folder(tmp_path):
     dump_harness(load_harness("taolive_v2"), folder)
     out = tmp_path / "out"
     argv = ["--suite", "t1,t3", "--policy", "oracle", "--limit", "5"]
-    assert eval_cli.main([*argv, "--harness", str(folder), "--out", str(out)]) == 0
+    assert eval_run_cmd.main([*argv, "--harness", str(folder), "--out", str(out)]) == 0
     recs = read_records(out / "t1" / "records.jsonl")
     assert {r["harness"] for r in recs} == {"taolive@2.0"}
     assert _summary(out)["suites"]["t3"]["metrics"]["accuracy"]["mean"] == 1.0
@@ -67,7 +67,7 @@ def test_any_harness_folder(tmp_path):
 def test_killed_eval_restarts_to_the_same_summary(tmp_path, monkeypatch):
     argv = ["--suite", "t1,t3", "--policy", "oracle", "--limit", "12"]
     argv += ["--batch-size", "4", "--no-progress"]
-    assert eval_cli.main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    assert eval_run_cmd.main([*argv, "--out", str(tmp_path / "whole")]) == 0
     calls = {"n": 0}
     generate = OraclePolicy.generate
 
@@ -80,11 +80,11 @@ def test_killed_eval_restarts_to_the_same_summary(tmp_path, monkeypatch):
     monkeypatch.setattr(OraclePolicy, "generate", dies)
     part = tmp_path / "part"
     with pytest.raises(KeyboardInterrupt):
-        eval_cli.main([*argv, "--out", str(part)])
+        eval_run_cmd.main([*argv, "--out", str(part)])
     done = len(read_records(part / "t1" / "records.jsonl"))
     assert 0 < done < 12 and not (part / "summary.json").exists()
     monkeypatch.setattr(OraclePolicy, "generate", generate)
-    assert eval_cli.main([*argv, "--out", str(part)]) == 0
+    assert eval_run_cmd.main([*argv, "--out", str(part)]) == 0
     assert _summary(part) == _summary(tmp_path / "whole")
     assert (part / "summary.md").read_text() == (
         tmp_path / "whole" / "summary.md"
@@ -118,7 +118,7 @@ def test_jax_backend_runs_a_tiny_model(tmp_path, tiny_hf):
     out = tmp_path / "jax"
     argv = ["--suite", "t1", "--model", str(tiny_hf), "--limit", "2"]
     argv += ["--max-new-tokens", "4", "--no-progress", "--out", str(out)]
-    assert eval_cli.main(argv) == 0
+    assert eval_run_cmd.main(argv) == 0
     recs = read_records(out / "t1" / "records.jsonl")
     assert len(recs) == 2
     meta = recs[0]["trajectory"]["meta"]
@@ -148,7 +148,7 @@ def test_prefix_reuse_leaves_the_records_as_a_fresh_prefill_gives_them(
         out = tmp_path / ("off" if flag else "on")
         argv = ["--suite", "t1", "--model", str(tiny_hf), "--limit", "4"]
         argv += ["--batch-size", "2", "--max-new-tokens", "24", "--no-progress"]
-        assert eval_cli.main([*argv, *flag, "--out", str(out)]) == 0
+        assert eval_run_cmd.main([*argv, *flag, "--out", str(out)]) == 0
         recs = read_records(out / "t1" / "records.jsonl")
         trajectories.append([r["trajectory"]["messages"] for r in recs])
         counts.append(sum(reused))
@@ -164,14 +164,14 @@ def test_prefix_reuse_leaves_the_records_as_a_fresh_prefill_gives_them(
 def test_limits_per_suite_and_the_world_presentation(tmp_path):
     import argparse
 
-    assert eval_cli.parse_limits("7") == 7
-    assert eval_cli.parse_limits("t1=300,edit=150") == {"t1": 300, "edit": 150}
+    assert eval_run_cmd.parse_limits("7") == 7
+    assert eval_run_cmd.parse_limits("t1=300,edit=150") == {"t1": 300, "edit": 150}
     for bad in ("0", "t1=0", "t1=x", "=", "-3"):
         with pytest.raises(argparse.ArgumentTypeError):
-            eval_cli.parse_limits(bad)
-    assert eval_cli.suite_limit({"t1": 300}, "t1", 2000) == 300
-    assert eval_cli.suite_limit({"t1": 300}, "t2", 1000) == 1000
-    assert eval_cli.suite_limit(5000, "t2", 1000) == 1000
+            eval_run_cmd.parse_limits(bad)
+    assert eval_run_cmd.suite_limit({"t1": 300}, "t1", 2000) == 300
+    assert eval_run_cmd.suite_limit({"t1": 300}, "t2", 1000) == 1000
+    assert eval_run_cmd.suite_limit(5000, "t2", 1000) == 1000
     out = tmp_path / "compact"
     argv = ["eval", "run", "--suite", "t1,edit", "--policy", "oracle"]
     argv += ["--limit", "t1=4,edit=2", "--prompt-format", "compact"]
@@ -191,7 +191,7 @@ def test_limits_per_suite_and_the_world_presentation(tmp_path):
     assert products and not any('"brand"' in x for x in products)  # compact results
     assert all(r["scores"]["success"] == 1.0 for r in t1)
     with pytest.raises(ValueError, match="suites not run"):
-        eval_cli.run(
+        eval_run_cmd.run(
             eval_cli_args(["--suite", "t1", "--policy", "oracle", "--limit", "t2=3"])
         )
 
@@ -200,7 +200,7 @@ def eval_cli_args(argv):
     import argparse
 
     p = argparse.ArgumentParser()
-    eval_cli.add_arguments(p)
+    eval_run_cmd.add_arguments(p)
     return p.parse_args([*argv, "--out", "/nonexistent/never-written"])
 
 
@@ -237,13 +237,16 @@ def test_endpoint_key_comes_from_the_named_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("UNSET_KEY", raising=False)
     try:
         with pytest.raises(ValueError, match="UNSET_KEY"):
-            eval_cli.main(
+            eval_run_cmd.main(
                 [*argv, "--api-key-env", "UNSET_KEY", "--out", str(tmp_path / "x")]
             )
         assert seen == []  # refused before any request
         monkeypatch.setenv("MY_KEY", "s3cret")
         out = tmp_path / "ep"
-        assert eval_cli.main([*argv, "--api-key-env", "MY_KEY", "--out", str(out)]) == 0
+        assert (
+            eval_run_cmd.main([*argv, "--api-key-env", "MY_KEY", "--out", str(out)])
+            == 0
+        )
     finally:
         httpd.shutdown()
         httpd.server_close()

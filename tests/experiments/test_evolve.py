@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.evolve import cli
+from experiments.evolve import evolve_cmd as cli
 from experiments.evolve.editors import RULES, Rule, ScriptedEditor
 from experiments.evolve.loop import Evolution, EvolveConfig, memoriser_for
 from experiments.evolve.report import write_report

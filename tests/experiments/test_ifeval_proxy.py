@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from experiments import eval_cli
-from experiments.sim_cli import main as sim_main
+from experiments import eval_run_cmd
+from experiments.sim_cmd import main as sim_main
 from experiments.suites import SuiteOptions, get_suite
 from experiments.suites import ifeval_proxy as proxy
 from experiments.world import banks
@@ -165,7 +165,7 @@ def test_reference_passes_and_replies_that_ignore_the_prompt_fail(
 def test_hat_eval_run_with_the_reference_policy(tmp_path):
     out = tmp_path / "run"
     argv = ["--suite", "ifeval_proxy", "--policy", "oracle", "--limit", "12"]
-    assert eval_cli.main([*argv, "--no-progress", "--out", str(out)]) == 0
+    assert eval_run_cmd.main([*argv, "--no-progress", "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())["suites"]["ifeval_proxy"]
     assert s["title"] == "IFEval proxy (in-world)" and s["n"] == 12
     assert s["size"] == proxy.SIZE

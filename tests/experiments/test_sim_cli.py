@@ -1,11 +1,11 @@
-"""`hat sim generate` and `hat sim report` (called through experiments.sim_cli)."""
+"""`hat sim generate` and `hat sim report` (called through experiments.sim_cmd)."""
 
 import json
 
 import pytest
 
 from augment import apply_spec, validate_augmented
-from experiments.sim_cli import augment_all, main
+from experiments.sim_cmd import augment_all, main
 from hat_jax.harness import load_harness, read_jsonl
 from sim.datasets import generate, make_cases
 

@@ -2,7 +2,8 @@
 
 import argparse
 
-from paper import cli, figures
+from paper import figures
+from paper import paper_cmd as cli
 from paper.results import load_sweep
 
 PNG = b"\x89PNG\r\n\x1a\n"

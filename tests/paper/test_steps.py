@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 
-from paper import cli
+from paper import paper_cmd as cli
 from paper.results import load_sweep
 from paper.tables import TABLES, get
 from paper.tables.steps import duration, newest_finish, tail_mean

@@ -4,8 +4,8 @@ viewer's message; the gold still says and does the same things."""
 import pytest
 
 from augment.families import TRAIN_FAMILIES
-from experiments.sim_cli import augment_all
-from experiments.sim_cli import main as sim_main
+from experiments.sim_cmd import augment_all
+from experiments.sim_cmd import main as sim_main
 from hat_jax.harness import load_harness, read_jsonl
 from sim.binding import bind
 from sim.datasets import generate, make_cases

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from augment.families import TRAIN_FAMILIES
-from experiments.sim_cli import augment_all
+from experiments.sim_cmd import augment_all
 from sim.binding import bind, gold_skills, price_strategy_skill
 from sim.datasets import dataset_line, generate
 from sim.judge_success import success

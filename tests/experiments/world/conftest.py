@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments.sim_cli import main as sim_main
+from experiments.sim_cmd import main as sim_main
 from experiments.world.base_data import write_base_data
 from experiments.world.prompts import write_prompts
 from experiments.world.tokenizer import train_tokenizer

@@ -1,11 +1,11 @@
-"""`hat world base|prompts|tokenizer` through experiments.world.cli."""
+"""`hat world base|prompts|tokenizer` through experiments.world.world_cmd."""
 
 import os
 
 import pytest
 
-from experiments.world.cli import main
 from experiments.world.tokenizer import MAX_VOCAB, MIN_VOCAB, train_tokenizer
+from experiments.world.world_cmd import main
 from hat_jax.train.build import load_tokenizer
 
 

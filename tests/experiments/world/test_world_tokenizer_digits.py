@@ -4,7 +4,6 @@ import re
 
 import pytest
 
-from experiments.world.cli import main as world_main
 from experiments.world.tokenizer import (
     NUMBER_GROUPS,
     SPLIT_PATTERN,
@@ -12,6 +11,7 @@ from experiments.world.tokenizer import (
     train_tokenizer,
     world_texts,
 )
+from experiments.world.world_cmd import main as world_main
 from hat_jax.harness import read_jsonl
 from hat_jax.harness.tokens import trajectory_to_tokens
 from hat_jax.train.build import load_tokenizer

@@ -8,7 +8,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments import eval_cli
+from experiments import eval_run_cmd
 from hat_jax.eval.records import RecordWriter
 from hat_jax.eval.runner import EvalCase, make_record
 from hat_jax.harness import Trajectory
@@ -23,7 +23,7 @@ class Verdict:
 def eval_run(out: Path, policy: str, suite: str = "t2", limit: int = 6) -> Path:
     """``hat eval run --policy POLICY`` into ``out``."""
     argv = ["--suite", suite, "--policy", policy, "--limit", str(limit)]
-    assert eval_cli.main([*argv, "--out", str(out), "--no-progress"]) == 0
+    assert eval_run_cmd.main([*argv, "--out", str(out), "--no-progress"]) == 0
     return out
 
 

@@ -172,7 +172,7 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat evolve`` on its own (``python -m experiments.evolve.cli``)."""
+    """``hat evolve`` on its own (``python -m experiments.evolve.evolve_cmd``)."""
     parser = argparse.ArgumentParser(
         prog="hat evolve",
         description=__doc__,

@@ -126,7 +126,7 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat world`` on its own (for tests and ``python -m experiments.world.cli``)."""
+    """``hat world`` on its own (tests; ``python -m experiments.world.world_cmd``)."""
     parser = argparse.ArgumentParser(prog="hat world", description=__doc__)
     add_arguments(parser)
     args = parser.parse_args(argv)

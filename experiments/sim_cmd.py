@@ -278,7 +278,7 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat sim`` on its own (for tests and ``python -m experiments.sim_cli``)."""
+    """``hat sim`` on its own (for tests and ``python -m experiments.sim_cmd``)."""
     parser = argparse.ArgumentParser(prog="hat sim", description=__doc__)
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -330,7 +330,7 @@ def _line(name: str, s: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat eval run`` on its own (``python -m experiments.eval_cli``)."""
+    """``hat eval run`` on its own (``python -m experiments.eval_run_cmd``)."""
     parser = argparse.ArgumentParser(
         prog="hat eval run",
         description=__doc__,

@@ -13,7 +13,7 @@ Examples:
   hat paper runs/hat_tiny --out paper/out
   hat paper runs/hat_tiny --out paper/out --tables main,ifeval --no-figures
   hat paper runs/hat_tiny --out paper/out --results docs/results/hat_tiny.md
-  python -m paper.cli runs/hat_tiny --out paper/out
+  python -m paper.paper_cmd runs/hat_tiny --out paper/out
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat paper`` on its own (``python -m paper.cli``)."""
+    """``hat paper`` on its own (``python -m paper.paper_cmd``)."""
     parser = argparse.ArgumentParser(
         prog="hat paper",
         description=__doc__,
