@@ -133,6 +133,8 @@ COMPACT = _scale(
 COMPACT["sft"] = COMPACT["sft"] | {
     "extra": (*COMPACT["sft"]["extra"], "data.head_copies=4"),
 }
+# ... and refuse golds whose assistant messages the call budget would cut.
+COMPACT["sft"]["extra"] += (f"data.call_budget={CALL_BUDGET}",)
 # compact, its base stage first trained on short look-ups (experiments.world.
 # lookup, drill form: where a from-scratch model learns to copy an argument),
 # then on the general mix with look-ups (docs/results/hat_tiny_pilot.md).

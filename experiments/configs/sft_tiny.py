@@ -140,6 +140,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # held-out trajectories (same format as train): eval/loss and
             # eval/accuracy every train.eval_every steps; "" = off
             "eval": "",
+            # tokens one model call may write where the model is evaluated
+            # (max_new_tokens): more than 1 % of the golds' assistant messages
+            # longer is an error (hat_jax.train.data.call_budget_stats); 0 =
+            # only record the longest in data_stats
+            "call_budget": 0,
         }
     )
     c.batch_size = a.batch_size

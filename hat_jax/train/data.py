@@ -196,6 +196,55 @@ def last_span(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def message_lengths(mask: np.ndarray) -> np.ndarray:
+    """Lengths of the runs of trained tokens in one loss mask: one per assistant
+    message (its end token included), what one model call has to write."""
+    on = np.flatnonzero(mask)
+    if not len(on):
+        return np.zeros(0, np.int64)
+    breaks = np.flatnonzero(np.diff(on) > 1)
+    starts = np.r_[0, breaks + 1]
+    ends = np.r_[breaks, len(on) - 1]
+    return ends - starts + 1
+
+
+# A world whose golds do not fit the call budget measures its budget: at most
+# this share of the golds' assistant messages may be longer.
+MAX_OVER_BUDGET = 0.01
+
+
+def call_budget_stats(
+    examples: Sequence[Example], budget: int, source: str
+) -> dict[str, int]:
+    """`longest_message` (tokens) and, with `budget` > 0, `over_call_budget`.
+
+    `budget` is the tokens one model call may write in evaluation, RL rollouts
+    and the replay (a scale's `max_new_tokens`). A gold assistant message longer
+    than it is one the policy cannot write there, whatever it learned (session
+    24's budget of 96 cut 5-32 % of the golds' first messages).
+
+    Raises:
+      DataError: more than `MAX_OVER_BUDGET` of the messages are longer.
+    """
+    runs = [message_lengths(e.loss_mask) for e in examples]
+    lengths = np.concatenate(runs) if runs else np.zeros(0, np.int64)
+    out = {"longest_message": int(lengths.max()) if len(lengths) else 0}
+    if budget <= 0:
+        return out
+    over = int(np.sum(lengths > budget))
+    out["over_call_budget"] = over
+    if len(lengths) and over > MAX_OVER_BUDGET * len(lengths):
+        raise DataError(
+            f"{source}: {over} of {len(lengths)} gold assistant messages "
+            f"({100 * over / len(lengths):.1f} %) are longer than the call budget "
+            f"of {budget} tokens (longest {out['longest_message']}): evaluation "
+            "would cut them whatever the model learned; raise the budget "
+            "(data.call_budget and the evaluation's max_new_tokens) or shorten "
+            "the golds"
+        )
+    return out
+
+
 def _source(trajs: Sequence[Trajectory]) -> str:
     """The file the trajectories were read from (their ``where``), or "data"."""
     files = {t.where.rsplit(":", 1)[0] for t in trajs if t.where}

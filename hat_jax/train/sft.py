@@ -208,6 +208,8 @@ def run_sft(
         overlong=cfg.data.overlong,
         decision_weight=float(cfg.data.get("decision_weight", 1.0)),
     )
+    budget = int(cfg.data.get("call_budget", 0) or 0)
+    stats |= data.call_budget_stats(examples, budget, str(cfg.data.train))
     batches = data.PackedBatches(
         examples,
         batch_size=int(cfg.batch_size),

@@ -5,10 +5,14 @@ import pytest
 
 from hat_jax.harness.tokens import read_jsonl
 from hat_jax.harness.trajectory import Trajectory
+from hat_jax.jsonl import DataError
 from hat_jax.text.chat import render_chat_segments
 from hat_jax.train.data import (
+    Example,
     PackedBatches,
+    call_budget_stats,
     last_span,
+    message_lengths,
     pack_rows,
     prompt_free_copies,
     select_trajectories,
@@ -192,3 +196,46 @@ def test_last_span_keeps_the_last_run():
         assert out.tolist() == want
     weights = np.asarray([0.0, 2.0, 1.0, 0.0, 5.0, 1.0], np.float32)
     assert last_span(weights).tolist() == [0, 0, 0, 0, 5, 1]
+
+
+def _runs_by_hand(mask) -> list[int]:
+    out, n = [], 0
+    for m in list(mask) + [0]:
+        if m:
+            n += 1
+        elif n:
+            out.append(n)
+            n = 0
+    return out
+
+
+def test_message_lengths_are_the_runs_of_trained_tokens():
+    mask = np.array([0, 1, 1, 0, 0, 1, 0, 1, 1, 1], bool)
+    assert message_lengths(mask).tolist() == [2, 1, 3] == _runs_by_hand(mask)
+    assert message_lengths(np.zeros(4, bool)).tolist() == []
+
+
+def test_golds_longer_than_the_call_budget_are_refused(sim_jsonl, tokenizer):
+    examples, _ = tokenize(read_jsonl(sim_jsonl), tokenizer, seq_len=4096)
+    runs = sorted(n for e in examples for n in _runs_by_hand(e.loss_mask))
+    longest = runs[-1]
+    assert call_budget_stats(examples, 0, "x.jsonl") == {"longest_message": longest}
+    fits = call_budget_stats(examples, longest, "x.jsonl")
+    assert fits == {"longest_message": longest, "over_call_budget": 0}
+    budget = runs[len(runs) // 2]  # about half of the messages are longer
+    over = sum(n > budget for n in runs)
+    with pytest.raises(DataError, match=rf"x.jsonl: {over} of {len(runs)} gold"):
+        call_budget_stats(examples, budget, "x.jsonl")
+
+
+def test_up_to_one_percent_over_the_budget_is_counted_not_refused():
+    def ex(n):  # one assistant message of n tokens after a 3-token prompt
+        mask = np.r_[np.zeros(3, bool), np.ones(n, bool)]
+        ids = np.arange(n + 3, dtype=np.int32)
+        return Example(ids, ids + 1, mask)
+
+    short = [ex(5)] * 198
+    stats = call_budget_stats([*short, ex(50), ex(60)], 10, "x.jsonl")  # 1.0 %
+    assert stats == {"longest_message": 60, "over_call_budget": 2}
+    with pytest.raises(DataError, match="3 of 201 gold"):  # 1.5 %
+        call_budget_stats([*short, ex(50), ex(60), ex(11)], 10, "x.jsonl")
