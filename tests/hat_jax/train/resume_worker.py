@@ -1,6 +1,7 @@
-"""Runs `hat train sft` in-process and SIGKILLs itself right after step KILL_AT.
+"""Runs `hat train sft` (or opd) in-process and SIGKILLs itself after step KILL_AT.
 
 Usage: python resume_worker.py WORKDIR KILL_AT CONFIG_SPEC [KEY=VALUE ...]
+The stage is $RESUME_STAGE: sft (default) or opd.
 """
 
 import os
@@ -8,6 +9,7 @@ import signal
 import sys
 
 from hat_jax.cli.config_flags import load_config
+from hat_jax.train.opd import run_opd
 from hat_jax.train.sft import run_sft
 
 
@@ -19,7 +21,8 @@ def main() -> None:
         if step == int(kill_at):
             os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, like a lost machine
 
-    run_sft(load_config(spec, overrides), workdir, on_step=on_step, progress=False)
+    run = {"sft": run_sft, "opd": run_opd}[os.environ.get("RESUME_STAGE", "sft")]
+    run(load_config(spec, overrides), workdir, on_step=on_step, progress=False)
 
 
 if __name__ == "__main__":

@@ -198,3 +198,55 @@ def test_opd_pulls_a_perturbed_student_towards_the_teacher(
     assert before > 1e-3
     print(f"reverse KL on the eval batch: {before:.4f} -> {after:.4f}")
     assert after < 0.7 * before, (before, after)
+
+
+def test_opd_resume_after_kill_is_bit_identical(
+    prompts_jsonl, memo_tokenizer, tmp_path
+):
+    """OPD on the shared loop: killed after step 3 (checkpoint at 2), resumed to 5,
+    equals 5 straight steps, state and metrics rows (its sampling included)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hat_jax.train.metrics import read_metrics
+
+    spec = f"{CONFIG}:steps=5,max_new_tokens=8,batch_size=4"
+    folder, vocab = memo_tokenizer
+    over = {
+        "data.train": str(prompts_jsonl),
+        "data.max_prompt_tokens": 48,
+        "tokenizer": str(folder),
+        "model.vocab_size": vocab,
+        "model.hidden_size": 32,
+        "model.intermediate_size": 64,
+        "model.head_dim": 8,
+        "model.num_hidden_layers": 1,
+        "train.save_every": 2,
+    }
+    overrides = [f"{k}={v}" for k, v in over.items()]
+    killed = tmp_path / "killed"
+    worker = Path(__file__).with_name("resume_worker.py")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", RESUME_STAGE="opd")
+    proc = subprocess.run(
+        [sys.executable, str(worker), str(killed), "3", spec, *overrides],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert sorted(os.listdir(killed / "ckpt")) == ["2"]
+    cfg = load_config(spec, overrides)
+    resumed, _, _ = run_opd(cfg, killed, progress=False)
+    straight, _, _ = run_opd(cfg, tmp_path / "straight", progress=False)
+    assert int(resumed.step) == int(straight.step) == 5
+    for x, y in zip(jax.tree.leaves(resumed), jax.tree.leaves(straight), strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    rows_a = read_metrics(killed / "metrics.jsonl")
+    rows_b = read_metrics(tmp_path / "straight" / "metrics.jsonl")
+    assert [r["step"] for r in rows_a] == [1, 2, 3, 4, 5]
+    for key in ("train/loss", "train/divergence", "train/completion_len"):
+        assert [r[key] for r in rows_a] == [r[key] for r in rows_b], key
