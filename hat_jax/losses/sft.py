@@ -105,12 +105,8 @@ def mtp_loss(
     Returns:
       ``(loss, metrics)`` with metrics ``mtp/ce``, ``mtp/accuracy``, ``mtp/n_tokens``.
     """
-    tokens = jnp.asarray(tokens)
-    pad = jnp.zeros(tokens.shape[:-1] + (1,), tokens.dtype)
-    nxt = jnp.concatenate([tokens[..., 1:], pad], axis=-1)  # next-token targets
-    w = jnp.asarray(mask).astype(jnp.float32)
-    w = jnp.concatenate([w[..., 1:], jnp.zeros(w.shape[:-1] + (1,))], axis=-1)
-    targets, weights = mtp_targets(nxt, w, depth=depth)
+    # unshifted tokens are next-token targets one position further back
+    targets, weights = mtp_targets(jnp.asarray(tokens), mask, depth=1 + depth)
     loss, m = cross_entropy(
         logits=mtp_logits, targets=targets, mask=weights, z_loss=z_loss
     )

@@ -211,11 +211,11 @@ class CausalLM(nnx.Module):
         allowed = attention_mask(positions, mask, slots, segment_ids)  # [B, T, S]
         cos, sin = rope_tables(positions, self.config, self.config.rotary_dim)
         x = self.embed_tokens(tokens)  # [B, T, D]
+        kw = {"mask": mask, "keep_states": keep_states}  # the hybrid's layers read them
         new_cache, routers = [], []
         for i, layer in enumerate(self.layers):
             entry = None if cache is None else cache[i]
             args = (x, cos, sin, allowed, positions, entry)
-            kw = {"mask": mask, "keep_states": keep_states}
             if remat and cache is None:
                 x, entry, router = _remat_call(layer, args, kw)
             else:

@@ -111,6 +111,24 @@ def sim_jsonl(tmp_path_factory):
     return path
 
 
+def opd_overrides(prompts, memo_tokenizer, **kw) -> list[str]:
+    """`KEY=VALUE` overrides for a fast CPU run of opd_tiny on `prompts`."""
+    folder, vocab = memo_tokenizer
+    base = {
+        "data.train": str(prompts),
+        "data.max_prompt_tokens": 48,
+        "tokenizer": str(folder),
+        "model.vocab_size": vocab,
+        "model.hidden_size": 32,
+        "model.intermediate_size": 64,
+        "model.head_dim": 8,
+        "model.num_hidden_layers": 1,
+        "train.save_every": 1000,
+    }
+    base.update(kw)
+    return [f"{k}={v}" for k, v in base.items()]
+
+
 def tiny_overrides(data, tokenizer_dir, vocab=49152, **kw) -> list[str]:
     """`KEY=VALUE` overrides for a fast CPU run of sft_tiny."""
     base = {

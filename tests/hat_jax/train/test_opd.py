@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import pytest
-from conftest import memo_trajectories
+from conftest import memo_trajectories, opd_overrides
 from flax import nnx
 
 from hat_jax.cli.config_flags import load_config
@@ -40,20 +40,8 @@ def prompts_jsonl(tmp_path_factory):
 
 
 def _cfg(prompts_jsonl, memo_tokenizer, arg="steps=3", **kw):
-    folder, vocab = memo_tokenizer
-    base = {
-        "data.train": str(prompts_jsonl),
-        "data.max_prompt_tokens": 48,
-        "tokenizer": str(folder),
-        "model.vocab_size": vocab,
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "model.num_hidden_layers": 1,
-        "train.save_every": 1000,
-    }
-    base.update(kw)
-    return load_config(f"{CONFIG}:{arg}", [f"{k}={v}" for k, v in base.items()])
+    over = opd_overrides(prompts_jsonl, memo_tokenizer, **kw)
+    return load_config(f"{CONFIG}:{arg}", over)
 
 
 def test_read_prompts_formats_and_errors(prompts_jsonl, tmp_path):
@@ -206,38 +194,15 @@ def test_opd_resume_after_kill_is_bit_identical(
     """OPD on the shared loop: killed after step 3 (checkpoint at 2), resumed to 5,
     equals 5 straight steps, state and metrics rows (its sampling included)."""
     import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
+
+    from resume_worker import run_killed
 
     from hat_jax.train.metrics import read_metrics
 
     spec = f"{CONFIG}:steps=5,max_new_tokens=8,batch_size=4"
-    folder, vocab = memo_tokenizer
-    over = {
-        "data.train": str(prompts_jsonl),
-        "data.max_prompt_tokens": 48,
-        "tokenizer": str(folder),
-        "model.vocab_size": vocab,
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "model.num_hidden_layers": 1,
-        "train.save_every": 2,
-    }
-    overrides = [f"{k}={v}" for k, v in over.items()]
+    overrides = opd_overrides(prompts_jsonl, memo_tokenizer, **{"train.save_every": 2})
     killed = tmp_path / "killed"
-    worker = Path(__file__).with_name("resume_worker.py")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", RESUME_STAGE="opd")
-    proc = subprocess.run(
-        [sys.executable, str(worker), str(killed), "3", spec, *overrides],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    run_killed(killed, 3, spec, overrides, stage="opd", timeout=300)
     assert sorted(os.listdir(killed / "ckpt")) == ["2"]
     cfg = load_config(spec, overrides)
     resumed, _, _ = run_opd(cfg, killed, progress=False)

@@ -1,14 +1,11 @@
 """A run killed mid-way and resumed ends bit-identical to an uninterrupted one."""
 
 import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 from conftest import CONFIG, tiny_overrides
+from resume_worker import run_killed
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.train.metrics import read_metrics
@@ -25,16 +22,7 @@ def test_resume_after_kill_is_bit_identical(memo_jsonl, memo_tokenizer, tmp_path
         memo_jsonl, folder, vocab, **{"train.save_every": SAVE_EVERY}
     )
     killed = tmp_path / "killed"
-    worker = Path(__file__).with_name("resume_worker.py")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_DEFAULT_MATMUL_PRECISION="highest")
-    proc = subprocess.run(
-        [sys.executable, str(worker), str(killed), str(KILL_AT), spec, *overrides],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    run_killed(killed, KILL_AT, spec, overrides, JAX_DEFAULT_MATMUL_PRECISION="highest")
     assert sorted(os.listdir(killed / "ckpt")) == ["2"]
     assert [r["step"] for r in read_metrics(killed / "metrics.jsonl")] == [1, 2, 3]
 
@@ -63,16 +51,7 @@ def test_killed_before_its_first_checkpoint_logs_each_step_once(
     folder, vocab = memo_tokenizer
     spec = f"{CONFIG}:steps=3,seq_len=64,batch_size=4"
     overrides = tiny_overrides(memo_jsonl, folder, vocab, **{"train.save_every": 10})
-    worker = Path(__file__).with_name("resume_worker.py")
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    proc = subprocess.run(
-        [sys.executable, str(worker), str(tmp_path), "2", spec, *overrides],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    run_killed(tmp_path, 2, spec, overrides)
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
     run_sft(load_config(spec, overrides), tmp_path, progress=False)
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2, 3]

@@ -10,7 +10,7 @@ import sys
 import jax
 import numpy as np
 import pytest
-from conftest import CONFIG, memo_trajectories, tiny_overrides
+from conftest import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 from hat_jax.cli import train_cmd
 from hat_jax.cli.config_flags import load_config
@@ -228,21 +228,9 @@ def test_opd_refuses_a_changed_config(memo_tokenizer, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     lines = [{"prompt": t.user_message} for t in memo_trajectories(4)]
     prompts.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    folder, vocab = memo_tokenizer
-    base = {
-        "data.train": str(prompts),
-        "data.max_prompt_tokens": 48,
-        "tokenizer": str(folder),
-        "model.vocab_size": vocab,
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "model.num_hidden_layers": 1,
-        "train.save_every": 1,
-    }
 
     def cfg(**kw):
-        over = [f"{k}={v}" for k, v in (base | kw).items()]
+        over = opd_overrides(prompts, memo_tokenizer, **{"train.save_every": 1}, **kw)
         return load_config(f"{OPD}:steps=1,max_new_tokens=4,batch_size=2", over)
 
     workdir = tmp_path / "opd"
