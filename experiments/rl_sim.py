@@ -61,10 +61,10 @@ from augment import apply_spec, sample_family_spec
 from hat_jax.harness import SamplerPolicy, load_harness, run_turns
 from hat_jax.harness.policy import formats, thinking_prefill
 from hat_jax.jsonl import write_text_atomic
-from hat_jax.parallel.placement import mesh_from_config
+from hat_jax.parallel.placement import place_on_mesh
 from hat_jax.sampling import Sampler, SamplingParams
 from hat_jax.train.loop import train
-from hat_jax.train.rl import compute_advantages, jit_rl_step
+from hat_jax.train.rl import compute_advantages, jit_rl_step, rl_step_fn
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.rollout_log import RolloutLog, markdown, rollout_rows
 from hat_jax.train.setup import open_stage, start_stage
@@ -303,17 +303,19 @@ def run_rl(
     progress: bool = True,
     fresh: bool = False,
     allow_config_change: bool = False,
+    on_step=None,
 ) -> tuple[object, object, dict]:
     """Runs (or resumes) ``cfg.train.steps`` RL steps (module docstring).
 
     A rerun with another config is refused unless ``fresh`` (start over) or
     ``allow_config_change`` (recorded): ``hat_jax.train.workdir.open_run``.
+    ``on_step(step, state)`` runs after each step and its save (tests). With
+    ``cfg.mesh`` policy and reference are sharded over a device mesh and the
+    rollouts sampled on the sharded policy (``hat_jax.parallel.placement``).
 
     Returns:
       (final train state, graphdef, last train metrics incl. the last eval).
     """
-    if mesh_from_config(cfg) is not None:
-        raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     lora = cfg.get("lora")
     if lora is not None and int(lora.get("rank") or 0) > 0:
         raise ValueError("HSA-RL trains all params; LoRA (lora.rank > 0) is not wired")
@@ -324,6 +326,7 @@ def run_rl(
         cfg, workdir, tokenizer, fresh=fresh, allow_config_change=allow_config_change
     )
     graphdef, state0, run = st.graphdef, st.state, st.run
+    family = st.model_config.family
     sampler = Sampler(st.model, tokenizer)
     del st
     ro = cfg.rollout
@@ -340,7 +343,20 @@ def run_rl(
     if int(ro.get("max_rows") or 0):
         policy = RowChunkedPolicy(policy, int(ro.max_rows))
     ref_params = jax.tree.map(jnp.copy, state0.params)  # the starting policy
-    jitted = jit_rl_step(graphdef, cfg)
+    # cfg.mesh: policy and reference sharded over a device mesh, the rollouts
+    # sampled on the sharded policy (hat_jax.parallel.placement)
+    rows = int(cfg.rl.get("micro_batch") or 0) or int(ro.tasks) * int(ro.group)
+    placed = place_on_mesh(
+        cfg, state0, rl_step_fn(graphdef, cfg), family, rows=rows, frozen=ref_params
+    )
+    if placed is None:
+        jitted, put = jit_rl_step(graphdef, cfg), (lambda b: b)
+    else:  # the per-group rewards [N, G, R] on every device, rows [B, ...] split
+        state0, jitted, ref_params = placed.state, placed.step, placed.frozen
+
+        def put(batch):
+            return placed.put(batch, replicated=("rewards",))
+
     base = load_harness(ro.harness).in_format(ro.get("prompt_format") or None)
     backend = SimBackend(
         fault_config(float(ro.fault_rate)),
@@ -364,7 +380,7 @@ def run_rl(
         )
         batch = make_batch(cfg, episodes, tokenizer.pad_id)
         rollout_s = time.perf_counter() - t0
-        state, metrics = jitted(state, batch, rng, ref_params)
+        state, metrics = jitted(state, put(batch), rng, ref_params)
         metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
         metrics.update(rollout_metrics(cfg, episodes, trajs, specs))
         metrics["rl/rollout_s"] = rollout_s
@@ -406,6 +422,7 @@ def run_rl(
         eval_every=every or steps,  # and at the last step
         evaluate_at_start=bool(cfg.eval.at_start),
         after_step=after_step,
+        on_step=on_step,
         run_config=run.record,
     )
     return state, graphdef, last

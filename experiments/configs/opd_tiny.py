@@ -102,4 +102,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         }
     )
     c.tracking = sft_tiny.tracking_block()  # W&B sink and TensorBoard run name
+    c.mesh = sft_tiny.mesh_block()  # student and teacher sharded alike
     return c

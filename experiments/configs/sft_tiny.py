@@ -101,6 +101,13 @@ def tracking_block() -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict({"wandb": "", "project": "hat_jax", "name": ""})
 
 
+def mesh_block() -> ml_collections.ConfigDict:
+    """Device mesh (hat_jax.parallel.placement): all 1 = one device, plain jit;
+    e.g. --config.mesh.fsdp=-1 shards params, optimiser state and batch over all
+    devices (SFT, OPD and RL alike)."""
+    return ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1, "expert": 1})
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     a = parse_arg_string(arg, DEFAULTS)
     c = ml_collections.ConfigDict()
@@ -114,9 +121,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # used only when the model has an MTP head (model.mtp_num_hidden_layers > 0,
     # or an init_from checkpoint that carries one).
     c.mtp_weight = 0.3
-    # Device mesh (hat_jax.parallel.placement): all 1 = one device, plain jit;
-    # e.g. --config.mesh.fsdp=-1 shards params, optimiser state and batch over all
-    c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1, "expert": 1})
+    c.mesh = mesh_block()
     # Standalone MTP mode: train only the head (trunk frozen) on its loss; with
     # init_from a base without a head, model.mtp_num_hidden_layers adds a fresh one.
     c.mtp_only = False

@@ -10,9 +10,15 @@
     state, step = placed.state, placed.step               # sharded, jitted
     data = placed.feed(batches)                           # batches split on B
 
-`step_fn` is the stage's unjitted `(state, batch, rng) -> (state, metrics)`; the
-partition rules are the model family's (`hat_jax.parallel.rules`); the sharded
-step's result is the single-device step's (tests/hat_jax/parallel). Checkpoints
+    # OPD and RL: the batch is made in the step (rollouts on the sharded model),
+    # and the step reads frozen params (the teacher, the reference policy)
+    placed = place_on_mesh(cfg, state, step_fn, family, rows=B, frozen=teacher)
+    state, metrics = placed.step(state, placed.put(batch), rng, placed.frozen)
+
+`step_fn` is the stage's unjitted `(state, batch, rng[, frozen]) -> (state,
+metrics)`; the partition rules are the model family's (`hat_jax.parallel.rules`)
+and shard the frozen params as they shard the state's; the sharded step's result
+is the single-device step's (tests/hat_jax/parallel, tests/hat_jax/train). Checkpoints
 restore into the sharded state's layout (the restore template carries the
 shardings), so a run resumes on the same mesh. One process: every device is
 local and the whole batch is on the host. Several hosts
@@ -31,8 +37,15 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
 from hat_jax.parallel.mesh import AXES, axis_sizes, make_mesh
-from hat_jax.parallel.rules import ShardingReport, get_rules
-from hat_jax.parallel.step import batch_sharding, jit_sharded_step, shard_train_state
+from hat_jax.parallel.rules import ShardingReport, get_rules, named_shardings
+from hat_jax.parallel.step import (
+    batch_sharding,
+    jit_sharded_step,
+    shard_train_state,
+)
+from hat_jax.parallel.step import (
+    replicated as replicated_sharding,
+)
 
 __all__ = ["Placed", "mesh_from_config", "mesh_sizes", "place_on_mesh"]
 
@@ -89,13 +102,56 @@ class Placed:
     state: Any  # on the mesh
     step: Callable  # jitted with the state's and the batch's shardings
     report: ShardingReport
+    frozen: Any = None  # the step's frozen params on the mesh (if it takes any)
 
     def feed(self, data: Any) -> _Feed:
         return _Feed(data, batch_sharding(self.mesh))
 
+    def put(
+        self, batch: dict[str, Any], replicated: tuple[str, ...] = ()
+    ) -> dict[str, jax.Array]:
+        """A host batch on the mesh: arrays [B, ...] split on B, the keys in
+        `replicated` (e.g. RL's per-group rewards [N, G, R]) on every device.
 
-def place_on_mesh(cfg, state: Any, step_fn: Callable, family: str) -> Placed | None:
+        Raises:
+          ValueError: B does not split over the mesh's data and fsdp axes.
+        """
+        sharding, rep = batch_sharding(self.mesh), replicated_sharding(self.mesh)
+        sizes = axis_sizes(self.mesh)
+        split = sizes["data"] * sizes["fsdp"]
+        out = {
+            k: _global(np.asarray(v), rep) for k, v in batch.items() if k in replicated
+        }
+        for k, v in batch.items():
+            if k in replicated:
+                continue
+            if np.shape(v)[0] % split:
+                raise ValueError(
+                    f"mesh {sizes}: batch[{k!r}] has {np.shape(v)[0]} rows; they "
+                    f"must split over data x fsdp = {split} devices"
+                )
+            out[k] = _global(np.asarray(v), sharding)
+        return out
+
+
+def place_on_mesh(
+    cfg,
+    state: Any,
+    step_fn: Callable,
+    family: str,
+    *,
+    rows: int | None = None,
+    frozen: Any = None,
+    frozen_family: str | None = None,
+) -> Placed | None:
     """The state sharded by `family`'s rules and `step_fn` jitted for `cfg.mesh`.
+
+    Args:
+      rows: the rows of each batch the step takes; default `cfg.batch_size /
+        cfg.grad_accum` (SFT's micro-batch).
+      frozen: params the step reads as its fourth argument (OPD's teacher, RL's
+        reference policy), sharded by the same rules (by `frozen_family`'s when
+        given: a teacher of another family); `Placed.frozen`.
 
     Raises:
       ValueError: the batch does not split over the mesh's data and fsdp axes.
@@ -105,12 +161,31 @@ def place_on_mesh(cfg, state: Any, step_fn: Callable, family: str) -> Placed | N
         return None
     sizes = axis_sizes(mesh)
     split = sizes["data"] * sizes["fsdp"]
-    b = int(cfg.batch_size) // int(cfg.get("grad_accum", 1) or 1)
-    if b % split:
-        raise ValueError(
-            f"mesh {sizes}: each micro-batch of {b} rows (batch_size / grad_accum) "
-            f"must split over data x fsdp = {split} devices"
+    given_rows = rows
+    if rows is None:
+        rows, what = (
+            int(cfg.batch_size) // int(cfg.get("grad_accum", 1) or 1),
+            ("each micro-batch (batch_size / grad_accum)"),
         )
-    state, shardings, report = shard_train_state(state, mesh, get_rules(family))
-    step = jit_sharded_step(step_fn, shardings, batch_sharding(mesh))
-    return Placed(mesh, state, step, report)
+    else:
+        what = "each step's batch"
+    if rows % split:
+        raise ValueError(
+            f"mesh {sizes}: {what} of {rows} rows must split over data x fsdp = "
+            f"{split} devices"
+        )
+    rules = get_rules(family)
+    state, shardings, report = shard_train_state(state, mesh, rules)
+    frozen_sh = None
+    if frozen is not None:
+        frozen_rules = get_rules(frozen_family) if frozen_family else rules
+        frozen_sh, _ = named_shardings(frozen, mesh, frozen_rules)
+        frozen = jax.device_put(frozen, frozen_sh)
+    # a batch made in the step (`rows` given) is placed key by key (`put`)
+    step = jit_sharded_step(
+        step_fn,
+        shardings,
+        batch_sharding(mesh) if given_rows is None else None,
+        frozen_shardings=frozen_sh,
+    )
+    return Placed(mesh, state, step, report, frozen)

@@ -65,19 +65,28 @@ def shard_train_state(
 def jit_sharded_step(
     step_fn: Callable,
     state_shardings: Any,
-    batch_sharding: NamedSharding,
+    batch_sharding: NamedSharding | None,
     *,
+    frozen_shardings: Any = None,
     donate: bool = True,
 ) -> Callable:
-    """`step_fn(state, batch, rng) -> (state, metrics)` jitted for the mesh.
+    """`step_fn(state, batch, rng[, frozen]) -> (state, metrics)` jitted for the mesh.
 
     The state keeps its shardings across steps (in = out) and is donated; the
     batch (every array [B, ...]) is split on B; rng and metrics are replicated.
+    A `batch_sharding` of None takes each batch array's own sharding (a batch
+    placed key by key: `hat_jax.parallel.placement.Placed.put`). With
+    `frozen_shardings` the step takes a fourth argument laid out so (a
+    teacher's or a reference policy's params: read, never donated).
     """
-    rep = NamedSharding(batch_sharding.mesh, P())
+    mesh = jax.tree.leaves(state_shardings)[0].mesh
+    rep = NamedSharding(mesh, P())
+    ins = (state_shardings, batch_sharding, rep)
+    if frozen_shardings is not None:
+        ins += (frozen_shardings,)
     return jax.jit(
         step_fn,
-        in_shardings=(state_shardings, batch_sharding, rep),
+        in_shardings=ins,
         out_shardings=(state_shardings, rep),
         donate_argnums=(0,) if donate else (),
     )

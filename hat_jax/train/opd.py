@@ -48,6 +48,7 @@ __all__ = [
     "encode_prompts",
     "jit_opd_step",
     "opd_loss",
+    "opd_step_fn",
     "opd_train_step",
     "read_prompts",
     "run_opd",
@@ -301,8 +302,9 @@ def opd_train_step(
     return new, metrics
 
 
-def jit_opd_step(graphdef, cfg: ml_collections.ConfigDict, teacher_graphdef=None):
-    """`(state, batch, rng, teacher_params) -> (state, metrics)`, state donated."""
+def opd_step_fn(graphdef, cfg: ml_collections.ConfigDict, teacher_graphdef=None):
+    """`(state, batch, rng, teacher_params) -> (state, metrics)`, unjitted (to jit
+    plainly, `jit_opd_step`, or for a mesh, `hat_jax.parallel.place_on_mesh`)."""
 
     def step(state, batch, rng, teacher_params):
         return opd_train_step(
@@ -315,7 +317,12 @@ def jit_opd_step(graphdef, cfg: ml_collections.ConfigDict, teacher_graphdef=None
             teacher_graphdef=teacher_graphdef,
         )
 
-    return jax.jit(step, donate_argnums=(0,))
+    return step
+
+
+def jit_opd_step(graphdef, cfg: ml_collections.ConfigDict, teacher_graphdef=None):
+    """`(state, batch, rng, teacher_params) -> (state, metrics)`, state donated."""
+    return jax.jit(opd_step_fn(graphdef, cfg, teacher_graphdef), donate_argnums=(0,))
 
 
 def _teacher(cfg, student: nnx.Module):
@@ -353,6 +360,10 @@ def run_opd(
 ):
     """Builds prompts, student, teacher and state from `cfg`; trains (`hat train opd`).
 
+    With `cfg.mesh` student and teacher are sharded over a device mesh by the
+    family's rules and the rollouts are sampled on the sharded student
+    (`hat_jax.parallel.placement`).
+
     Args:
       cfg: the run config (experiments/configs/opd_tiny.py).
       workdir: run folder: config.json, metrics.jsonl, tb/, ckpt/ (wandb/ with
@@ -370,15 +381,13 @@ def run_opd(
     Returns:
       (final state, graphdef, last metrics).
     """
-    from hat_jax.parallel.placement import mesh_from_config
+    from hat_jax.parallel.placement import place_on_mesh
     from hat_jax.train import build
     from hat_jax.train.heldout import opd_heldout
     from hat_jax.train.loop import train
     from hat_jax.train.setup import open_stage, start_stage
 
     tokenizer = open_stage(cfg)
-    if mesh_from_config(cfg) is not None:
-        raise ValueError("cfg.mesh: only `hat train sft` runs on a device mesh so far")
     ids, stats = encode_prompts(
         read_prompts(cfg.data.train),
         tokenizer,
@@ -397,7 +406,8 @@ def run_opd(
     # The step donates the student's buffers; the teacher must not share any.
     shared = {id(x) for x in jax.tree.leaves(nnx.state(model))}
     tparams = jax.tree.map(lambda x: jnp.copy(x) if id(x) in shared else x, tparams)
-    tvocab = nnx.merge(tgraph, tparams).config.vocab_size
+    tconfig = nnx.merge(tgraph, tparams).config
+    tvocab = tconfig.vocab_size
     if tvocab != mcfg.vocab_size:
         raise ValueError(
             f"teacher vocab {tvocab} != student vocab {mcfg.vocab_size}: OPD "
@@ -420,7 +430,26 @@ def run_opd(
     sampler = Sampler(st.model, tokenizer)
     graphdef, state0, run = st.graphdef, st.state, st.run
     del model, st
-    jitted = jit_opd_step(graphdef, cfg, tgraph)
+    # cfg.mesh: student and teacher sharded over a device mesh, the rollouts
+    # sampled on the sharded student (hat_jax.parallel.placement)
+    placed = place_on_mesh(
+        cfg,
+        state0,
+        opd_step_fn(graphdef, cfg, tgraph),
+        mcfg.family,
+        rows=int(cfg.batch_size),
+        frozen=tparams,
+        frozen_family=tconfig.family,
+    )
+    if placed is None:
+        jitted, put = jit_opd_step(graphdef, cfg, tgraph), (lambda b: b)
+    else:
+        state0, jitted, put, tparams = (
+            placed.state,
+            placed.step,
+            placed.put,
+            placed.frozen,
+        )
     sp = _sampling_params(cfg)
     seq_len = int(cfg.data.max_prompt_tokens) + sp.max_new_tokens
     pad = tokenizer.pad_id
@@ -432,7 +461,7 @@ def run_opd(
         comps = sampler.generate(prompts, sp, seed=seed)
         batch = build_batch(prompts, comps, seq_len=seq_len, pad_id=pad)
         counted["tokens"] = int(batch["loss_mask"].sum())
-        state, metrics = jitted(state, batch, rng, tparams)
+        state, metrics = jitted(state, put(batch), rng, tparams)
         metrics = dict(metrics)
         metrics["train/stop_frac"] = np.mean([c.finish_reason == "stop" for c in comps])
         return state, metrics

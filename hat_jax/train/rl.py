@@ -71,6 +71,7 @@ __all__ = [
     "frac_reward_zero_std",
     "gather_trained",
     "jit_rl_step",
+    "rl_step_fn",
     "num_micro_batches",
     "rl_logprobs",
     "rl_train_step",
@@ -438,6 +439,18 @@ def rl_train_step(
     return new, metrics
 
 
+def rl_step_fn(graphdef, cfg: ml_collections.ConfigDict):
+    """``(state, batch, rng, ref_params) -> (state, metrics)``, unjitted (to jit
+    plainly, ``jit_rl_step``, or for a mesh, ``hat_jax.parallel.place_on_mesh``)."""
+
+    def step(state, batch, rng, ref_params):
+        return rl_train_step(
+            state, batch, rng, graphdef=graphdef, ref_params=ref_params, cfg=cfg
+        )
+
+    return step
+
+
 def jit_rl_step(graphdef, cfg: ml_collections.ConfigDict):
     """``(state, batch, rng, ref_params) -> (state, metrics)``, the state donated.
 
@@ -445,10 +458,4 @@ def jit_rl_step(graphdef, cfg: ml_collections.ConfigDict):
     buffers (e.g. ``jax.tree.map(jnp.copy, state.params)``), since the state's
     are donated.
     """
-
-    def step(state, batch, rng, ref_params):
-        return rl_train_step(
-            state, batch, rng, graphdef=graphdef, ref_params=ref_params, cfg=cfg
-        )
-
-    return jax.jit(step, donate_argnums=(0,))
+    return jax.jit(rl_step_fn(graphdef, cfg), donate_argnums=(0,))
