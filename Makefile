@@ -38,6 +38,7 @@ bench: $(STAMP) assets
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/mtp_decode.py
 	$(BIN)/python benchmarks/train_step.py --grad-accum 4
+	$(BIN)/python benchmarks/sft_loss_share.py
 	$(BIN)/python benchmarks/validate.py
 
 # The paper's tables at tiny scale from nothing (issues 7, 16): the main runs of

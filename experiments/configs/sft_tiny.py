@@ -156,6 +156,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.seq_len = a.seq_len
     c.grad_accum = 1  # micro-batches per step (divides batch_size)
     c.loss_chunk = 512  # rows of the LM head + CE at a time (bounds [rows, V] logits)
+    # Share of a micro-batch's positions the LM head sees, the trained ones
+    # gathered first (0 = every position); a micro-batch with more trained
+    # positions takes the full path, so the loss never depends on it
+    # (hat_jax.losses.chunked). SFT trains ~10 % of a trajectory's tokens.
+    c.loss_share = 0.25
     c.remat = False  # recompute each layer in the backward pass (less memory)
     # "bfloat16": bf16 matmuls (params cast in the loss), fp32 master params and
     # optimiser state. Keep float32 on CPU: XLA runs bf16 matmuls slower there.

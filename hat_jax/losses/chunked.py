@@ -12,9 +12,15 @@ memory is [chunk, V], and no chunk's logits are computed twice (a rematerialised
 `jax.checkpoint` scan would redo the [chunk, D] x [D, V] matmul and the softmax in
 the backward: about 6 % of SmolLM2-135M's step).
 
+With `rows`, the counted positions are gathered first (a stable sort puts them
+ahead, in order) and only `rows` of them go through the head: SFT trains ~10 % of
+a trajectory's tokens, so most of the head's [N, D] x [D, V] work is skipped. A
+batch with more counted positions than `rows` takes the full path instead
+(`lax.cond`: the result never depends on the capacity).
+
 The result equals `hat_jax.losses.sft.cross_entropy(logits=head(hidden), ...)`
-(tested, values and gradients). Dims: B batch, T positions, D model, V vocab,
-C chunks, R rows per chunk, N = B*T rows.
+(tested, values and gradients, with and without `rows`). Dims: B batch, T
+positions, D model, V vocab, C chunks, R rows per chunk, N = B*T rows.
 """
 
 from __future__ import annotations
@@ -122,6 +128,7 @@ def chunked_cross_entropy(
     mask: Bool[Array, "B T"] | Float[Array, "B T"],
     chunk: int = 1024,
     z_loss: float = 0.0,
+    rows: int = 0,
 ) -> tuple[Float[Array, ""], Metrics]:
     """Masked next-token CE of `head(hidden)`, never holding all the logits.
 
@@ -136,10 +143,34 @@ def chunked_cross_entropy(
       chunk: rows per chunk; B*T is padded up to a multiple of it.
       z_loss: weight of mean(logsumexp**2) over the counted tokens (a Python
         number: it is static in the fused gradient).
+      rows: 0, or the most counted positions the head sees: gathered first, with
+        the full path when a batch has more (module docstring).
 
     Returns:
       (loss, metrics) as `cross_entropy`: ce, z_loss, accuracy, n_tokens.
     """
+    b, t, d = hidden.shape
+    n = b * t
+    rows = int(rows)
+    if 0 < rows < n:
+        w = jax.lax.stop_gradient(mask.astype(jnp.float32)).reshape(n)
+        at = jnp.argsort(w == 0, stable=True)[:rows]  # counted positions first
+
+        def gathered(hidden, targets, w):
+            h = hidden.reshape(n, d)[at][None]  # [1, rows, D]
+            return _ce(
+                h, head, targets.reshape(n)[at][None], w[at][None], chunk, z_loss
+            )
+
+        def full(hidden, targets, w):
+            return _ce(hidden, head, targets, w.reshape(b, t), chunk, z_loss)
+
+        fits = jnp.count_nonzero(w) <= rows
+        return jax.lax.cond(fits, gathered, full, hidden, targets, w)
+    return _ce(hidden, head, targets, mask, chunk, z_loss)
+
+
+def _ce(hidden, head, targets, mask, chunk, z_loss):
     b, t, d = hidden.shape
     n = b * t
     chunk = max(1, min(int(chunk), n))

@@ -5,7 +5,8 @@
     -> token-weighted mean of the micro-batch grads -> AdamW
 
 `sft_train_step` is pure; `jit_sft_step` jits it with the state donated. The loss is
-`hat_jax.losses.chunked.chunked_cross_entropy` (`cfg.loss_chunk` rows at a time);
+`hat_jax.losses.chunked.chunked_cross_entropy` (`cfg.loss_chunk` rows at a time,
+only the trained positions when they fit in `cfg.loss_share` of the positions);
 `cfg.remat` recomputes each layer in the backward pass (less memory, ~1/3 more
 compute). With an MTP head and `cfg.mtp_weight` > 0 the head's CE on the token
 after next (`mtp_targets`) is added with that weight; `cfg.mtp_only` trains the
@@ -18,6 +19,7 @@ routed experts add the load-balancing loss times `router_aux_loss_coef`
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -55,27 +57,30 @@ def sft_loss(params, frozen, batch, *, graphdef, cfg) -> tuple[jax.Array, dict]:
         remat=bool(cfg.get("remat", False)),
     )
     chunk = int(cfg.get("loss_chunk", 512))
+    b, t = batch["targets"].shape
+    rows = math.ceil(float(cfg.get("loss_share", 0.0) or 0.0) * b * t)
     if cfg.get("mtp_only", False):  # standalone MTP mode: the frozen trunk feeds it
-        loss, metrics = _mtp_term(model, jax.lax.stop_gradient(hidden), batch, chunk)
-        return loss, metrics
+        stopped = jax.lax.stop_gradient(hidden)
+        return _mtp_term(model, stopped, batch, chunk, rows)
     loss, metrics = chunked_cross_entropy(
         hidden=hidden,
         head=model.logits,
         targets=batch["targets"],
         mask=batch["loss_mask"],
         chunk=chunk,
+        rows=rows,
     )
     aux, aux_metrics = moe_aux_term(routers, model.config, batch["segment_ids"] > 0)
     loss, metrics = loss + aux, {**metrics, **aux_metrics}
     weight = float(cfg.get("mtp_weight", 0.0))
     if getattr(model, "mtp", None) is not None and weight > 0:
-        mtp, m = _mtp_term(model, hidden, batch, chunk)
+        mtp, m = _mtp_term(model, hidden, batch, chunk, rows)
         loss = loss + weight * mtp
         metrics = {**metrics, **m}
     return loss, metrics
 
 
-def _mtp_term(model, hidden, batch, chunk: int) -> tuple[jax.Array, dict]:
+def _mtp_term(model, hidden, batch, chunk: int, rows: int) -> tuple[jax.Array, dict]:
     h = mtp_hidden(
         model, hidden, batch["inputs"], batch["positions"], batch["segment_ids"]
     )
@@ -83,7 +88,12 @@ def _mtp_term(model, hidden, batch, chunk: int) -> tuple[jax.Array, dict]:
         batch["targets"], batch["loss_mask"], batch["segment_ids"]
     )
     loss, m = chunked_cross_entropy(
-        hidden=h, head=model.logits, targets=targets, mask=weights, chunk=chunk
+        hidden=h,
+        head=model.logits,
+        targets=targets,
+        mask=weights,
+        chunk=chunk,
+        rows=rows,
     )
     return loss, {"mtp_ce": m["ce"], "mtp_accuracy": m["accuracy"]}
 

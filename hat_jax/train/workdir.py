@@ -168,6 +168,7 @@ NON_NEGATIVE_FLOATS = (
 # Adam's moment decays live in [0, 1), its epsilon in (0, 1): optax accepts any
 # value and trains on nonsense.
 UNIT_FLOATS = {"optim.b1": "[0, 1)", "optim.b2": "[0, 1)", "optim.eps": "(0, 1)"}
+UNIT_FLOATS["loss_share"] = "[0, 1]"  # of a micro-batch's positions (SFT)
 
 
 class RunConfigError(ValueError):
@@ -230,7 +231,8 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
         if not found or v is None:
             continue
         ok = isinstance(v, int | float) and not isinstance(v, bool)
-        ok = ok and 0 <= v < 1 and (v > 0 or interval.startswith("["))
+        ok = ok and 0 <= v <= 1 and (v < 1 or interval.endswith("]"))
+        ok = ok and (v > 0 or interval.startswith("["))
         if not ok:
             bad.append(f"{key}={_short(v)} (must be in {interval})")
     dtype = d.get("compute_dtype")

@@ -44,6 +44,8 @@ RL = "experiments/configs/rl_tiny.py"
         (CONFIG, ["optim.b1=2.0"], "optim.b1=2.0 (must be in [0, 1))"),
         (CONFIG, ["optim.b2=-0.5"], "optim.b2=-0.5 (must be in [0, 1))"),
         (CONFIG, ["optim.eps=0.0"], "optim.eps=0.0 (must be in (0, 1))"),
+        (CONFIG, ["loss_share=1.5"], "loss_share=1.5 (must be in [0, 1])"),
+        (CONFIG, ["loss_share=-0.1"], "loss_share=-0.1 (must be in [0, 1])"),
         (RL, ["rl.max_len=5000"],
          "rl.max_len=5000 is longer than model.max_position_embeddings=4096"),
     ],
