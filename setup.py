@@ -81,8 +81,8 @@ setup(
             "replay=serving.replay_cmd",
             "evolve=experiments.evolve.evolve_cmd",
         ],
-        # Training stages beside the built-in sft/opd (`hat train rl`).
-        "hat.stages": ["rl=experiments.rl_sim:run_rl"],
+        # Agent tasks `hat train rl` trains in (hat_jax.train.agent_task).
+        "hat.tasks": ["sim=experiments.sim_task:SimTask"],
         # `hat eval` subcommands beside the built-in ifeval-score (`hat eval run`).
         "hat.eval_commands": ["run=experiments.eval_run_cmd"],
     },

@@ -75,7 +75,7 @@ def paired_change(eval_dir: str, first: int, last: int) -> dict[str, float]:
     """Per-case change of the mean reward between two evaluations.
 
     Reads ``eval_dir/<step>.json`` (per-case reward dicts, the same held-out
-    cases in the same order, as ``experiments/rl_sim.py`` writes them).
+    cases in the same order, as ``hat_jax.train.rl_run`` writes them).
 
     Returns:
       n_cases, the mean change of the per-case mean reward, its standard error

@@ -90,7 +90,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # an episode with no tool call takes tool + reply advantage on its reply
             # (it chose there not to call): without it RL learns to skip skills
             "fold_missing_tool": True,
-            # training-reward shaping (experiments.rl_sim.SHAPINGS): "none",
+            # training-reward shaping (experiments.sim_task.SHAPINGS): "none",
             # "gate_accuracy" (accuracy counts only when effectiveness > 0) or
             # "gate_success" (accuracy counts only on a success, the headline)
             "shaping": "gate_success",
@@ -105,6 +105,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.optim.total_steps = c.train.get_ref("steps") * inner
     c.rollout = ml_collections.ConfigDict(
         {
+            # the agent task (hat_jax.train.agent_task; `hat.tasks` entry points)
+            "task": "sim",
             "harness": "taolive_v1",
             "prompt_format": "",  # "" = the harness's own; "compact" (tiny world)
             "compact_results": False,  # tools return only the fields a reply needs

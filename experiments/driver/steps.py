@@ -53,8 +53,9 @@ TOKENIZER_CODE = (
 )
 # models, losses, train, checkpoints, sampling, parallel, text, harness; not eval
 TRAIN_CODE = ("hat_jax", *NO_CLI, "!hat_jax/eval/*")
-STAGE_CODE = {"rl": ("experiments/rl_sim.py", "sim", "augment")}  # + judges
+STAGE_CODE = {"rl": ("experiments/sim_task.py", "sim", "augment")}  # + judges
 EVAL_CODE = ("hat_jax", "sim", "augment", "experiments/suites", "experiments/world")
+EVAL_CODE += ("experiments/sim_task.py",)  # the suites judge through the task
 EVAL_CODE += ("experiments/eval_run_cmd.py", *NO_CLI)
 REPLAY_CODE = ("hat_jax", "serving", "sim", *NO_CLI, *NO_JUDGES)
 

@@ -54,7 +54,7 @@ from experiments.evolve.splits import (
     signature,
 )
 from experiments.suites import SuiteOptions
-from experiments.suites.simcases import sim_rollout
+from experiments.suites.simcases import binding_of, case_of, sim_rollout
 from hat_jax.eval.records import RecordWriter
 from hat_jax.eval.runner import EvalCase, PolicyFor, run_cases
 from hat_jax.eval.stats import paired_difference, sign_p
@@ -447,8 +447,8 @@ def memoriser_for(start: Harness) -> PolicyFor:
     whatever the harness in force, it acts as the oracle of ``start`` would."""
 
     def policy_for(batch: Sequence[EvalCase]):
-        cases = [c.payload.case for c in batch]
-        return Memoriser(cases, [c.payload.binding for c in batch], harness=start)
+        cases = [case_of(c) for c in batch]
+        return Memoriser(cases, [binding_of(c) for c in batch], harness=start)
 
     return policy_for
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from experiments.suites.simcases import sim_case
+from experiments.suites.simcases import binding_of, case_of, sim_case
 from hat_jax.eval.runner import EvalCase, Judge
 from hat_jax.harness import Harness, Trajectory
 from sim.binding import Binding, bind
@@ -130,11 +130,11 @@ def norms_judge(start: Harness) -> Judge:
     def judge(batch: Sequence[EvalCase], trajs: Sequence[Trajectory]) -> list:
         out = []
         for c, t in zip(batch, trajs, strict=True):
-            b = c.payload.binding
+            b = binding_of(c)
             if id(b) not in cache:  # the binding is kept: its id stays its own
                 norms = norms_harness(b.harness, start)
                 cache[id(b)] = (b, dataclasses.replace(b, harness=norms))
-            case = c.payload.case
+            case = case_of(c)
             out.append(judge_all(t, case.snapshot, case.message, cache[id(b)][1]))
         return out
 

@@ -1,13 +1,15 @@
-"""Simulator cases as eval cases: the request, the judges and the oracle.
+"""Simulator cases as eval cases, through the simulator's agent task.
 
 Every simulator suite (T1, T2, T3, the edit test) turns a ``sim.oracle.Case``
-under a ``sim.binding.Binding`` into an :class:`EvalCase`: the agent-loop
-request (``case_request``), tags for the summary (intent, language, and the
-suite's own), the case as JSON for its record, and ``SimPayload`` for the
-judges (``sim.rewards.judge_all``: success, the headline, then accuracy,
-effectiveness, tool rationality, skill selection) and for the oracle reference
-policy. Tools run in ``SimBackend`` without random faults (a suite forces
-faults per case through ``Case.fault_plan``), seeded by the eval seed.
+under a ``sim.binding.Binding`` into an :class:`EvalCase` by way of the agent
+task RL trains in (``experiments.sim_task.SimTask``, the
+``hat_jax.train.agent_task`` protocol): the agent-loop request, tags for the
+summary (intent, language, and the suite's own), the case as JSON for its
+record, and the task case as payload for the task's judges (success, the
+headline, then accuracy, effectiveness, tool rationality, skill selection) and
+for the oracle reference policy. Tools run in the task's backend without random
+faults (a suite forces faults per case through ``Case.fault_plan``), seeded by
+the eval seed.
 """
 
 from __future__ import annotations
@@ -19,25 +21,20 @@ from typing import Any
 import numpy as np
 
 from augment import apply_spec
+from experiments.sim_task import SimTask
 from experiments.suites.base import SuiteOptions
 from hat_jax.eval.runner import EvalCase, agent_rollout
 from hat_jax.harness import Harness, Trajectory
 from sim.binding import Binding, bind, canonical_mapping
-from sim.oracle import Case, OraclePolicy, case_request
-from sim.rewards import JUDGED, judge_all
-from sim.tools import SimBackend
+from sim.oracle import Case, OraclePolicy
+from sim.rewards import JUDGED
 
 METRICS = JUDGED  # success, accuracy, effectiveness, tool_rationality, skill_sel.
 GROUP_BY = ("intent", "lang")
 MAX_DRAWS = 20  # redraws of an HSA spec that does not apply to the harness
 
 
-@dataclasses.dataclass(frozen=True)
-class SimPayload:
-    """What the judges and the oracle need of one case."""
-
-    case: Case
-    binding: Binding
+TASK = SimTask()
 
 
 def sim_case(
@@ -62,36 +59,43 @@ def sim_case(
         "fault_plan": list(case.fault_plan),
         **(info or {}),
     }
+    tc = TASK.bound(case, binding)
     return EvalCase(
         case_id,
-        request=case_request(case, binding),
-        tags={"intent": msg.intent, "lang": msg.lang, **(tags or {})},
+        request=tc.request,
+        tags={**tc.tags, **(tags or {})},
         input=record,
-        payload=SimPayload(case, binding),
+        payload=tc,
     )
 
 
 def judge_sim(batch: Sequence[EvalCase], trajs: Sequence[Trajectory]) -> list:
-    """The rule judges of each case (success and the four rewards)."""
-    return [
-        judge_all(t, c.payload.case.snapshot, c.payload.case.message, c.payload.binding)
-        for c, t in zip(batch, trajs, strict=True)
-    ]
+    """The task's judges of each case (success and the four rewards)."""
+    return [TASK.judge(c.payload, t) for c, t in zip(batch, trajs, strict=True)]
 
 
 def oracle_for(batch: Sequence[EvalCase]) -> OraclePolicy:
     """The oracle teacher for a batch (it finds each case by its conversation)."""
     return OraclePolicy(
-        [c.payload.case for c in batch],
-        [c.payload.binding for c in batch],
-        reasoning=False,
+        [case_of(c) for c in batch], [binding_of(c) for c in batch], reasoning=False
     )
+
+
+def case_of(c: EvalCase) -> Case:
+    """The simulator case of a suite's eval case."""
+    return c.payload.payload[0]
+
+
+def binding_of(c: EvalCase) -> Binding:
+    """The binding (harness and simulator mapping) a suite's case runs under."""
+    return c.payload.payload[1]
 
 
 def sim_rollout(opts: SuiteOptions):
     """The agent loop with the simulator's tool sandbox (no random faults)."""
-    backend = SimBackend(None, seed=int(opts.seed), compact=opts.compact_results)
-    return agent_rollout(backend)
+    return agent_rollout(
+        TASK.backend(seed=int(opts.seed), fault_rate=0.0, compact=opts.compact_results)
+    )
 
 
 def variant_binding(

@@ -28,11 +28,13 @@ from hat_jax.cli.plugins import load_object, reason
 
 # stage -> "module:function" of its runner `run(cfg, workdir, progress=...)`, which
 # returns (state, graphdef, last metrics); imported lazily so `hat --help` stays
-# fast. Packages above hat_jax add stages through the entry-point group
-# `hat.stages` (setup.py: `rl = experiments.rl_sim:run_rl`, it needs the simulator).
+# fast. Packages above hat_jax may add stages through the entry-point group
+# `hat.stages`; RL's environment is an agent task (`hat.tasks`, e.g. the
+# simulator: hat_jax.train.agent_task).
 BUILTIN_STAGES = {
     "sft": "hat_jax.train.sft:run_sft",
     "opd": "hat_jax.train.opd:run_opd",
+    "rl": "hat_jax.train.rl_run:run_rl",
 }
 STAGE_GROUP = "hat.stages"
 

@@ -1,7 +1,7 @@
 """Trainers: the shared state and loop, and one module per stage (sft, opd, rl).
 
-The RL step here is environment-agnostic; `experiments/rl_sim.py` wires it to the
-simulator (`python -m experiments.rl_sim --config=... --workdir DIR`).
+RL is environment-agnostic: `rl_run.run_rl` trains in any agent task
+(`agent_task`; the simulator is `experiments.sim_task`, entry point `sim`).
 """
 
 from hat_jax.train.data import PackedBatches, pack_rows, select_trajectories, tokenize

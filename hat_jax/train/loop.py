@@ -12,7 +12,7 @@
         metrics, writer) before the save (e.g. RL's rollout log)
 
 SFT, OPD and RL all run here (`sft.run_sft`, `opd.run_opd`,
-`experiments.rl_sim.run_rl`); OPD and RL sample inside their `step_fn`.
+`hat_jax.train.rl_run.run_rl`); OPD and RL sample inside their `step_fn`.
 `data` is any iterator with `position() -> dict` and `restore(dict)` (see
 `hat_jax.train.data.PackedBatches`); its position is saved in the checkpoint's
 `extra`, so a resumed run sees the same batches as an uninterrupted one.

@@ -12,7 +12,8 @@
     batch's loss units ─> AdamW, ``inner_steps`` times
 
 Environment-agnostic: episodes come from ``hat_jax.train.rl_batch`` (any rollout
-source; the simulator wiring is ``experiments/rl_sim.py``). Config group
+source; the runner is ``hat_jax.train.rl_run``, its rollouts in an agent task
+``hat_jax.train.rl_rollouts``). Config group
 ``cfg.rl``: reward_names, advantage (a ``get_advantage`` name, e.g. ``"gdpo"``),
 segment_rewards (segment -> {reward: weight}), length_penalty (coef,
 tool_target, reply_target), ratio (``"token"`` | ``"sequence"``), clip_eps,

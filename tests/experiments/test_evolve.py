@@ -15,7 +15,7 @@ from experiments.evolve.editors import RULES, Rule, ScriptedEditor
 from experiments.evolve.loop import Evolution, EvolveConfig, memoriser_for
 from experiments.evolve.report import write_report
 from experiments.evolve.splits import base_cases, eval_cases, norms_judge
-from experiments.suites.simcases import judge_sim, oracle_for
+from experiments.suites.simcases import case_of, judge_sim, oracle_for
 from hat_jax.eval.records import read_records
 from hat_jax.eval.stats import paired_difference
 from hat_jax.harness import PolicyOutput, load_harness
@@ -347,7 +347,7 @@ def test_edits_cannot_make_the_judge_easier():
     ]  # on taolive_d12: v1 with the campaign skill, rule and compliance hook
     cand = apply_edits(load_harness("taolive_d12"), parse_edits({"edits": loose})[0])
     cases = eval_cases("dev", base_cases("dev", 0, 24), cand)
-    trajs = gold_trajectories([c.payload.case for c in cases], cand)
+    trajs = gold_trajectories([case_of(c) for c in cases], cand)
     bad = []
     for t in trajs:  # an invented number, a banned phrase, a long tail
         t = dataclasses.replace(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from experiments.suites import SuiteOptions, edit, get_suite
+from experiments.suites.simcases import binding_of, case_of
 from hat_jax.harness import load_harness
 from sim.adversaries import ConstantReply, Memoriser, WrongNumbers, shift_numbers
 from sim.oracle import OraclePolicy
@@ -44,8 +45,8 @@ def opts():
 
 def policy(kind, **kw):
     def policy_for(batch):
-        cases = [c.payload.case for c in batch]
-        bindings = [c.payload.binding for c in batch]
+        cases = [case_of(c) for c in batch]
+        bindings = [binding_of(c) for c in batch]
         if kind == "oracle":
             return OraclePolicy(cases, bindings, reasoning=False)
         return kind(cases, bindings, **kw)

@@ -6,10 +6,12 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.rl_sim import RowChunkedPolicy, rollout_binding, run_rl
+from experiments.sim_task import SimTask
 from hat_jax.cli.config_flags import load_config
 from hat_jax.harness import load_harness
 from hat_jax.train.metrics import read_metrics
+from hat_jax.train.rl_rollouts import RowChunkedPolicy
+from hat_jax.train.rl_run import run_rl
 from hat_jax.train.workdir import ConfigChangeError
 
 CONFIG = "experiments/configs/rl_tiny.py"
@@ -49,12 +51,16 @@ def tiny_overrides(tokenizer=None, **kw) -> list[str]:
 def test_rollouts_mix_harnesses():
     base = load_harness("taolive_v1")
     cfg = load_config(f"{CONFIG}:hsa=True", tiny_overrides())
+    task = SimTask()
+    case = task.cases("train", 0, 1)[0]
     ids = set()
     for j in range(4):
-        b, spec = rollout_binding(base, cfg.rollout, np.random.default_rng([0, j]))
-        assert spec is not None  # hsa_p = 1
-        ids.add(b.harness.id)
+        rng = np.random.default_rng([0, j])
+        tc = task.bind(case, base, hsa_family=cfg.rollout.hsa_family, rng=rng)
+        assert tc.spec is not None and tc.request.harness is tc.harness
+        ids.add(tc.harness.id)
     assert base.id not in ids and len(ids) > 1
+    assert task.bind(case, base).harness.id == base.id  # no family: the base
 
 
 def test_row_chunked_policy_splits_calls_and_seeds():
@@ -169,24 +175,23 @@ def test_lora_is_rejected_before_any_work(tmp_path):
 
 
 def test_gate_accuracy_shaping_pays_accuracy_only_with_content():
-    from experiments.rl_sim import shape_rewards
-
     scores = [
         {"accuracy": 1.0, "effectiveness": 0.0, "skill_selection": 1.0},
         {"accuracy": 1.0, "effectiveness": 0.5, "skill_selection": 0.0},
         {"accuracy": 0.0, "effectiveness": 1.0, "skill_selection": 0.5},
     ]
-    got = shape_rewards(scores, "gate_accuracy")
+    task = SimTask()
+    got = [task.shape(s, "gate_accuracy") for s in scores]
     assert [g["accuracy"] for g in got] == [0.0, 1.0, 0.0]
     assert [g["effectiveness"] for g in got] == [0.0, 0.5, 1.0]
     assert scores[0]["accuracy"] == 1.0  # the judges' rewards are not modified
-    assert shape_rewards(scores, "none") == scores
+    assert [task.shape(s, "none") for s in scores] == scores
     with pytest.raises(ValueError, match="rl.shaping"):
-        shape_rewards(scores, "nope")
+        task.shape(scores[0], "nope")
 
 
 def test_group_metrics_count_groups_without_advantage():
-    from experiments.rl_sim import group_metrics
+    from hat_jax.train.rl_rollouts import group_metrics
 
     names = ("accuracy", "effectiveness")
 

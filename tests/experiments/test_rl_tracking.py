@@ -8,11 +8,11 @@ import ml_collections
 import numpy as np
 import pytest
 
-from experiments.rl_sim import run_rl
 from hat_jax.cli.config_flags import load_config
 from hat_jax.train.metrics import read_metrics
 from hat_jax.train.rl import frac_reward_zero_std, segment_weights
 from hat_jax.train.rl_batch import episode_from_tokens
+from hat_jax.train.rl_run import run_rl
 from hat_jax.train.rollout_log import RolloutLog, markdown, rollout_rows
 
 CONFIG = "experiments/configs/rl_tiny.py"

@@ -7,6 +7,7 @@ import pytest
 
 from experiments.suites import SuiteOptions, get_suite
 from experiments.suites import edit as edit_suite
+from experiments.suites.simcases import case_of
 from experiments.suites.t3 import KINDS, PROMPTS
 from hat_jax.eval.backends import fixed_policy
 from hat_jax.eval.runner import same_policy
@@ -61,7 +62,7 @@ def test_t3_kinds_faults_and_prompt_variants(opts):
     kinds = [c.tags["kind"] for c in cases]
     assert kinds[:5] == list(KINDS) and collections.Counter(kinds)["injection"] == 8
     faults = [c for c in cases if c.tags["kind"] == "tool_fault"]
-    assert all(c.payload.case.fault_plan for c in faults)
+    assert all(case_of(c).fault_plan for c in faults)
     assert {c.tags["intent"] for c in faults}.isdisjoint({"chit_chat", "injection"})
     assert {c.tags["intent"] for c in cases if c.tags["kind"] == "injection"} == {
         "injection"
@@ -92,7 +93,7 @@ def test_edit_pairs_questions_and_reports_the_error_reduction(opts):
     before, after = cases[0].request.harness, cases[1].request.harness
     assert before.id == "taolive@1.0" and after.id == "taolive@1.1"
     assert cases[0].request.user_message == cases[1].request.user_message
-    assert all(c.payload.case.snapshot.campaign for c in cases)  # Double 12 runs
+    assert all(case_of(c).snapshot.campaign for c in cases)  # Double 12 runs
 
     def rec(q, side, split, ok):  # error = 1 - success; accuracy is not read
         tags = {"question": q, "edit": side, "split": split}

@@ -274,7 +274,7 @@ def test_builtin_kinds_hash_the_code_they_run():
     judge = "sim/judge_rules.py"
     assert judge in ev and judge in rl and judge not in sim and judge not in sft
     assert "hat_jax/losses/sft.py" in sft and "hat_jax/losses/sft.py" not in sim
-    assert "experiments/rl_sim.py" in rl and "experiments/rl_sim.py" not in sft
+    assert "experiments/sim_task.py" in rl and "experiments/sim_task.py" not in sft
     assert "hat_jax/eval/runner.py" in ev and "hat_jax/eval/runner.py" not in sft
     assert "hat_jax/harness/builtin/taolive_v1/manifest.yaml" in sim
     assert "experiments/suites/t1.py" in ev and "experiments/world/tokenizer.py" in tok

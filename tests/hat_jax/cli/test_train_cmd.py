@@ -16,7 +16,7 @@ def test_stages_merge_entry_points_with_builtins():
     table = train_cmd.stages()
     assert table["sft"] == "hat_jax.train.sft:run_sft"
     assert table["opd"] == "hat_jax.train.opd:run_opd"
-    assert table["rl"] == "experiments.rl_sim:run_rl"  # setup.py, group hat.stages
+    assert table["rl"] == "hat_jax.train.rl_run:run_rl"  # its task: hat.tasks
     assert callable(train_cmd.load_runner(table["rl"]))
 
 

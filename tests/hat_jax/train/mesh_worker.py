@@ -40,20 +40,23 @@ def stage_runner(stage: str):
         from hat_jax.train.opd import run_opd
 
         return run_opd
-    from experiments import rl_sim
+    from experiments.sim_task import SimTask
+    from hat_jax.train.rl_run import run_rl
 
-    shaped = rl_sim.shape_rewards
-
-    def alternating(scores, name):
+    class Alternating(SimTask):
         """A random policy earns 0 everywhere: every advantage would be 0 and
         every gradient rounding noise (which AdamW blows up to full-size
-        updates). Rollout i earns i % 2 accuracy, so each group has some."""
-        return [
-            s | {"accuracy": float(i % 2)} for i, s in enumerate(shaped(scores, name))
-        ]
+        updates). Rollout i of a step earns i % 2 accuracy, so each group has
+        some advantage."""
 
-    rl_sim.shape_rewards = alternating
-    return rl_sim.run_rl
+        def __init__(self):
+            self.count = 0
+
+        def shape(self, rewards, name):
+            self.count += 1
+            return super().shape(rewards, name) | {"accuracy": float(self.count % 2)}
+
+    return lambda *a, **k: run_rl(*a, task=Alternating(), **k)
 
 
 def extra(stage: str, cfg) -> dict:
