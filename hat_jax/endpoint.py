@@ -40,7 +40,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urljoin
 
@@ -500,3 +500,44 @@ def parse_events(
             f"{len(events)} event(s) (began {head!r})"
         )
     return events
+
+
+def stream_text(
+    events: Sequence[tuple[float, Any]], where: str
+) -> tuple[list[str], float | None, dict[str, int], str]:
+    """A streamed completion's text parts, the first text's arrival time, its
+    usage and finish reason; a PolicyError names a malformed field."""
+    parts, first, usage, finish = [], None, {}, "stop"
+    for k, (t, event) in enumerate(events, 1):
+        got = event.get("usage")
+        if got is not None:
+            if not isinstance(got, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+                for key, v in got.items()
+                if key in ("prompt_tokens", "completion_tokens")
+            ):
+                raise _bad_event(where, k, "usage", got)
+            usage = got
+        choices = event.get("choices") or []
+        if not isinstance(choices, list):
+            raise _bad_event(where, k, "choices", choices)
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise _bad_event(where, k, "choices[]", choice)
+            text, why = choice.get("text"), choice.get("finish_reason")
+            if text is not None and not isinstance(text, str):
+                raise _bad_event(where, k, "choices[].text", text)
+            if text:
+                check_text(text, where, f"event {k} choices[].text")
+            if why is not None and not isinstance(why, str):
+                raise _bad_event(where, k, "choices[].finish_reason", why)
+            if text and first is None:
+                first = t
+            parts.append(text or "")
+            finish = why or finish
+    return parts, first, usage, finish
+
+
+def _bad_event(where: str, k: int, field: str, value: Any) -> PolicyError:
+    text = json.dumps(value, default=str)[:200]  # ASCII: escapes everything odd
+    return PolicyError(f"{where}: event {k} {field} is malformed: {text}")

@@ -29,7 +29,7 @@ from hat_jax.jsonl import write_text_atomic
 from hat_jax.printable import shown
 from serving import metrics, prom
 from serving.cases import Job
-from serving.policies import EmbeddedPolicy, EndpointPolicy, served_model
+from serving.policies import embedded_policy, endpoint_policy, served_model
 from serving.schedule import TurnRecord, run_real, run_virtual
 from serving.toollatency import ToolLatency
 
@@ -96,7 +96,7 @@ def _embedded(target, opts: ReplayOptions):
     k = opts.mtp_k if getattr(model, "mtp", None) is not None else 0
     if opts.mtp_k and not k:
         print(f"note: {target} has no MTP head; decoding without drafts")
-    policy = EmbeddedPolicy(
+    policy = embedded_policy(
         model,
         tokenizer,
         max_new_tokens=opts.max_new_tokens,
@@ -119,7 +119,7 @@ def _embedded(target, opts: ReplayOptions):
 
 def _endpoint(url: str, opts: ReplayOptions):
     key = api_key_from_env(opts.api_key_env)
-    policy = EndpointPolicy(
+    policy = endpoint_policy(
         url,
         served_model(url, api_key=key),
         max_new_tokens=opts.max_new_tokens,

@@ -41,15 +41,16 @@ from hat_jax.harness.loop import (
 )
 from hat_jax.harness.mapping import Mapping, schema_leaves
 from hat_jax.harness.policy import (
+    CallStats,
     OpenAIPolicy,
     Policy,
     PolicyError,
     PolicyOutput,
-    SamplerPolicy,
     ScriptedPolicy,
     render_prompt,
 )
 from hat_jax.harness.prompt import render_system_prompt
+from hat_jax.harness.sampler_policy import SamplerPolicy
 from hat_jax.harness.spec import (
     LOAD_SKILL,
     PROMPT_FORMATS,
@@ -82,6 +83,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "PolicyOutput",
+    "CallStats",
     "SamplerPolicy",
     "ScriptedPolicy",
     "StaticBackend",

@@ -22,17 +22,14 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from hat_jax.endpoint import MAX_BYTES, EndpointClient, parse_completion
+from hat_jax.endpoint import MAX_BYTES, EndpointClient, parse_completion, stream_text
 from hat_jax.endpoint import PolicyError as PolicyError  # defined with the client
 from hat_jax.text.chat import render_chat
 from hat_jax.text.tokenizer import TURN_END_TOKENS
-
-if TYPE_CHECKING:  # the sampler pulls in JAX; only SamplerPolicy needs it
-    from hat_jax.sampling.sampler import Sampler, SamplingParams
-    from hat_jax.text.tokenizer import Tokenizer
 
 Message = Mapping[str, Any]
 
@@ -54,6 +51,56 @@ class PolicyOutput:
     logprobs: list[float] | None = None
     finish_reason: str = "stop"
     prompt_tokens: list[int] | None = None
+
+
+@dataclasses.dataclass
+class CallStats:
+    """What one batched model call cost (`generate_measured`). Times in seconds
+    (compile time apart), tokens summed over rows."""
+
+    batch: int
+    wall_s: float
+    ttft_s: list[float]  # per row
+    row_decode_s: float  # summed over rows: time after each row's first token
+    new_tokens: int
+    prompt_tokens: int = 0
+    drafts_proposed: int = 0
+    drafts_accepted: int = 0
+    row_verifies: int = 0  # vLLM's num_drafts: one per live row per verify step
+    # [i]: verify steps (over rows) that accepted >= i + 1 drafts; () without MTP
+    accepted_per_pos: tuple[int, ...] = ()
+    compile_s: float = 0.0  # excluded from the times above
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache
+
+    @classmethod
+    def merged(cls, parts: Sequence[CallStats]) -> CallStats:
+        """Calls run one after another as one: a later call's rows wait for the
+        earlier calls (their TTFT includes that wait); counts add up."""
+        if len(parts) == 1:
+            return parts[0]
+        ttft, before = [], 0.0
+        for p in parts:
+            ttft += [before + t for t in p.ttft_s]
+            before += p.wall_s
+        width = max((len(p.accepted_per_pos) for p in parts), default=0)
+        per_pos = [0] * width
+        for p in parts:
+            for i, v in enumerate(p.accepted_per_pos):
+                per_pos[i] += v
+        return cls(
+            batch=sum(p.batch for p in parts),
+            wall_s=before,
+            ttft_s=ttft,
+            row_decode_s=sum(p.row_decode_s for p in parts),
+            new_tokens=sum(p.new_tokens for p in parts),
+            prompt_tokens=sum(p.prompt_tokens for p in parts),
+            drafts_proposed=sum(p.drafts_proposed for p in parts),
+            drafts_accepted=sum(p.drafts_accepted for p in parts),
+            row_verifies=sum(p.row_verifies for p in parts),
+            accepted_per_pos=tuple(per_pos),
+            compile_s=sum(p.compile_s for p in parts),
+            cached_tokens=sum(p.cached_tokens for p in parts),
+        )
 
 
 class Policy(Protocol):
@@ -166,78 +213,6 @@ class ScriptedPolicy:
         return out
 
 
-# ----------------------------------------------------------------------- sampler
-class SamplerPolicy:
-    """Our JAX sampler: renders, tokenises and generates the batch in one call.
-
-    Args:
-      sampler: a :class:`Sampler` (its tokenizer, if any, is the default).
-      tokenizer: the tokenizer matching the model.
-      params: sampling parameters; stop tokens default to the tokenizer's.
-      enable_thinking: the thinking pre-fill (see the module docstring).
-    """
-
-    def __init__(
-        self,
-        sampler: Sampler,
-        tokenizer: Tokenizer | None = None,
-        params: SamplingParams | None = None,
-        *,
-        enable_thinking: bool | None = None,
-    ):
-        from hat_jax.sampling.sampler import SamplingParams
-
-        self.sampler = sampler
-        self.tokenizer = tokenizer or sampler.tokenizer
-        if self.tokenizer is None:
-            raise ValueError("SamplerPolicy needs a tokenizer")
-        self.params = params or SamplingParams()
-        self.enable_thinking = enable_thinking
-        self.calls = 0
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[Message]],
-        *,
-        fmt: str | Sequence[str] = "qwen_xml",
-        seed: int | None = None,
-    ) -> list[PolicyOutput]:
-        if not conversations:
-            return []
-        fmts = formats(fmt, len(conversations))
-        texts = [
-            render_prompt(c, fmt=f, enable_thinking=self.enable_thinking)
-            for c, f in zip(conversations, fmts)
-        ]
-        prompts = self.tokenizer.encode_batch(texts)
-        sp = self.params
-        if sp.stop_ids is None:
-            sp = dataclasses.replace(sp, stop_ids=self.tokenizer.stop_ids)
-        # A fresh key per call unless the caller fixes one: retries must differ.
-        seed = sp.seed + self.calls if seed is None else seed
-        sp = dataclasses.replace(sp, seed=seed)
-        self.calls += 1
-        completions = self.sampler.generate(prompts, sp)
-        prefill = thinking_prefill(self.enable_thinking)
-        stop = set(sp.stop_ids or ())
-        out = []
-        for prompt, c in zip(prompts, completions):
-            text = c.text
-            if text is None:
-                body = c.tokens[:-1] if c.tokens and c.tokens[-1] in stop else c.tokens
-                text = self.tokenizer.decode(body)
-            out.append(
-                PolicyOutput(
-                    prefill + text,
-                    list(c.tokens),
-                    list(c.logprobs),
-                    c.finish_reason,
-                    prompt_tokens=list(prompt),
-                )
-            )
-        return out
-
-
 # ------------------------------------------------------------------------ openai
 class OpenAIPolicy:
     """An OpenAI-compatible completions endpoint (vLLM's ``/v1/completions``).
@@ -247,14 +222,20 @@ class OpenAIPolicy:
     the prompt are exactly ours). Requests run concurrently on a thread pool,
     through :class:`hat_jax.endpoint.EndpointClient` (no redirects, one
     deadline per request, a reply-size cap, every bad reply a PolicyError).
+    With ``stream`` the replies come as server-sent events, so
+    ``generate_measured`` has each row's time to first text (the latency
+    replay: ``stream=True, retries=0``, since a replay measures what the server
+    does); without, a row's TTFT is its whole request.
 
     Args:
       base_url: ``http://host:port`` or ``http://host:port/v1``.
       model: the served model name.
       max_tokens, temperature, top_p: sampling settings sent with each request.
       stop: stop strings (the chat turn-end tokens by default).
-      logprobs: ask for the sampled tokens' log-probs.
-      return_token_ids: ask for the sampled ids (vLLM's ``return_token_ids``).
+      logprobs: ask for the sampled tokens' log-probs (not streamed).
+      return_token_ids: ask for the sampled ids (vLLM's ``return_token_ids``;
+        not streamed).
+      stream: stream the replies (module docstring).
       timeout_s: the deadline of one request, its retries included.
       retries: extra attempts after HTTP 429 or 5xx or a refused connection,
         with exponential back-off from ``backoff_s``; other errors fail at once.
@@ -275,6 +256,7 @@ class OpenAIPolicy:
         stop: Sequence[str] = TURN_END_TOKENS,
         logprobs: bool = True,
         return_token_ids: bool = True,
+        stream: bool = False,
         timeout_s: float = 60.0,
         retries: int = 2,
         backoff_s: float = 0.5,
@@ -293,33 +275,54 @@ class OpenAIPolicy:
             max_bytes=max_bytes,
         )
         self.url = self.client.url("completions")
-        self.model = model
+        self.model, self.stream = model, bool(stream)
         self.body = {
             "max_tokens": max_tokens,
             "temperature": temperature,
             "top_p": top_p,
             "stop": list(stop),
-            **({"logprobs": 0} if logprobs else {}),
-            **({"return_token_ids": True} if return_token_ids else {}),
+            **({"logprobs": 0} if logprobs and not stream else {}),
+            **({"return_token_ids": True} if return_token_ids and not stream else {}),
+            **(
+                {"stream": True, "stream_options": {"include_usage": True}}
+                if stream
+                else {}
+            ),
             **dict(extra_body or {}),
         }
         self.max_workers = max_workers
         self.enable_thinking = enable_thinking
 
-    def _one(self, prompt: str, seed: int | None) -> PolicyOutput:
+    def _one(self, prompt: str, seed: int | None) -> tuple[PolicyOutput, tuple]:
+        """One request: its output and (wall s, TTFT s, new tokens, prompt tokens)."""
         body = {"model": self.model, "prompt": prompt, **self.body}
         if seed is not None:
             body["seed"] = seed
-        c = parse_completion(
-            self.client.post_json("completions", body), f"POST {self.url}"
-        )
-        return PolicyOutput(
-            thinking_prefill(self.enable_thinking) + c.text,
+        prefill = thinking_prefill(self.enable_thinking)
+        where = f"POST {self.url}"
+        t0 = time.monotonic()
+        if self.stream:
+            events = self.client.post_events("completions", body)
+            wall = time.monotonic() - t0
+            parts, first, usage, finish = stream_text(events, where)
+            ttft = wall if first is None else first - t0
+            out = PolicyOutput(
+                prefill + "".join(parts),
+                finish_reason="length" if finish == "length" else "stop",
+            )
+            n_new = usage.get("completion_tokens") or len(parts)
+            return out, (wall, ttft, n_new, usage.get("prompt_tokens") or 0)
+        c = parse_completion(self.client.post_json("completions", body), where)
+        wall = time.monotonic() - t0
+        out = PolicyOutput(
+            prefill + c.text,
             c.token_ids,
             c.logprobs,
             "length" if c.finish_reason == "length" else "stop",
             prompt_tokens=c.prompt_token_ids,
         )
+        n_prompt = len(c.prompt_token_ids or ())
+        return out, (wall, wall, len(c.token_ids or ()), n_prompt)
 
     def generate(
         self,
@@ -328,14 +331,34 @@ class OpenAIPolicy:
         fmt: str | Sequence[str] = "qwen_xml",
         seed: int | None = None,
     ) -> list[PolicyOutput]:
-        if not conversations:
-            return []
+        return self.generate_measured(conversations, fmt=fmt, seed=seed)[0]
+
+    def generate_measured(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        fmt: str | Sequence[str] = "qwen_xml",
+        seed: int | None = None,
+    ) -> tuple[list[PolicyOutput], CallStats]:
+        """The outputs and what the requests cost (module docstring)."""
         fmts = formats(fmt, len(conversations))
         prompts = [
             render_prompt(c, fmt=f, enable_thinking=self.enable_thinking)
             for c, f in zip(conversations, fmts)
         ]
         seeds = [None if seed is None else seed + i for i in range(len(prompts))]
-        workers = max(1, min(self.max_workers, len(prompts)))
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(self._one, prompts, seeds))
+        t0 = time.perf_counter()
+        rows = []
+        if prompts:
+            workers = max(1, min(self.max_workers, len(prompts)))
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+                rows = list(pool.map(self._one, prompts, seeds))
+        stats = CallStats(
+            batch=len(rows),
+            wall_s=time.perf_counter() - t0,
+            ttft_s=[r[1][1] for r in rows],
+            row_decode_s=sum(r[1][0] - r[1][1] for r in rows),
+            new_tokens=sum(r[1][2] for r in rows),
+            prompt_tokens=sum(r[1][3] for r in rows),
+        )
+        return [r[0] for r in rows], stats

@@ -23,14 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from hat_jax.harness import run_turns
-from hat_jax.harness.policy import formats, thinking_prefill
+from hat_jax.harness.policy import thinking_prefill
 from hat_jax.train.agent_task import AgentTask, TaskCase
 from hat_jax.train.rl import compute_advantages
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
 from hat_jax.train.rollout_log import markdown, rollout_rows
 
 __all__ = [
-    "RowChunkedPolicy",
     "evaluate",
     "group_metrics",
     "log_rollouts",
@@ -43,42 +42,6 @@ __all__ = [
 HSA_STREAM = 11  # keeps RL's augmentation draws apart from other seeded uses
 PAD_MULTIPLE = 256  # batches pad to the longest episode, rounded up (few shapes)
 TRAINED_MULTIPLE = 64  # and the trained positions per row to a multiple of this
-
-
-class RowChunkedPolicy:
-    """A policy that generates at most ``rows`` conversations per call.
-
-    The sampler pads a call's prompts to a power of two and attends over a
-    cache of the next power of two, so its memory grows with rows x prompt
-    length squared (16 rows of ~2,200 tokens need ~9 GB for the scores alone);
-    chunks bound it. Chunk ``c`` of a call seeded ``s`` is seeded from
-    ``(s, c)``. ``params`` reads and sets the wrapped policy's sampling params.
-    """
-
-    def __init__(self, policy, rows: int):
-        if rows < 1:
-            raise ValueError(f"rollout.max_rows must be >= 1, got {rows}")
-        self.policy, self.rows = policy, int(rows)
-
-    @property
-    def params(self):
-        return self.policy.params
-
-    @params.setter
-    def params(self, value):
-        self.policy.params = value
-
-    def generate(self, conversations, *, fmt="qwen_xml", seed=None):
-        fmts = formats(fmt, len(conversations))
-        out = []
-        for c, i in enumerate(range(0, len(conversations), self.rows)):
-            sub = None
-            if seed is not None:
-                sub = int(np.random.default_rng([seed, c]).integers(2**31))
-            out += self.policy.generate(
-                conversations[i : i + self.rows], fmt=fmts[i : i + self.rows], seed=sub
-            )
-        return out
 
 
 def rollouts(

@@ -49,7 +49,6 @@ from hat_jax.train.agent_task import AgentTask, load_task
 from hat_jax.train.loop import train
 from hat_jax.train.rl import jit_rl_step, rl_step_fn
 from hat_jax.train.rl_rollouts import (
-    RowChunkedPolicy,
     evaluate,
     log_rollouts,
     make_batch,
@@ -111,9 +110,10 @@ def run_rl(
             seed=int(cfg.seed),
         ),
         enable_thinking=ro.enable_thinking,
+        # conversations per sampler call: its memory grows with rows x prompt
+        # length squared (16 rows of ~2,200 tokens: ~9 GB for the scores alone)
+        max_rows=int(ro.get("max_rows") or 0),
     )
-    if int(ro.get("max_rows") or 0):
-        policy = RowChunkedPolicy(policy, int(ro.max_rows))
     ref_params = jax.tree.map(jnp.copy, state0.params)  # the starting policy
     # cfg.mesh: policy and reference sharded over a device mesh, the rollouts
     # sampled on the sharded policy (hat_jax.parallel.placement)

@@ -10,7 +10,6 @@ from experiments.sim_task import SimTask
 from hat_jax.cli.config_flags import load_config
 from hat_jax.harness import load_harness
 from hat_jax.train.metrics import read_metrics
-from hat_jax.train.rl_rollouts import RowChunkedPolicy
 from hat_jax.train.rl_run import run_rl
 from hat_jax.train.workdir import ConfigChangeError
 
@@ -61,31 +60,6 @@ def test_rollouts_mix_harnesses():
         ids.add(tc.harness.id)
     assert base.id not in ids and len(ids) > 1
     assert task.bind(case, base).harness.id == base.id  # no family: the base
-
-
-def test_row_chunked_policy_splits_calls_and_seeds():
-    calls = []
-
-    class Echo:
-        params = "p"
-
-        def generate(self, conversations, *, fmt, seed):
-            calls.append((len(conversations), tuple(fmt), seed))
-            return [c[0] for c in conversations]
-
-    pol = RowChunkedPolicy(Echo(), 2)
-    convs = [[i] for i in range(5)]
-    fmts = ["a", "b", "c", "d", "e"]
-    assert pol.generate(convs, fmt=fmts, seed=7) == [0, 1, 2, 3, 4]
-    assert [c[:2] for c in calls] == [(2, ("a", "b")), (2, ("c", "d")), (1, ("e",))]
-    seeds = [c[2] for c in calls]
-    assert len(set(seeds)) == 3
-    pol.generate(convs, fmt="x", seed=7)
-    assert [c[2] for c in calls[3:]] == seeds  # a function of (seed, chunk)
-    pol.params = "q"
-    assert pol.policy.params == "q" and pol.params == "q"
-    with pytest.raises(ValueError, match="max_rows"):
-        RowChunkedPolicy(Echo(), 0)
 
 
 def test_one_rl_step_end_to_end(tmp_path, tokenizer_dir):

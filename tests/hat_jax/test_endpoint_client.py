@@ -18,7 +18,7 @@ from hat_jax.endpoint import (
 )
 from hat_jax.eval.backends import BackendOptions, openai_policy, served_models
 from hat_jax.harness import OpenAIPolicy
-from serving.policies import EndpointPolicy
+from serving.policies import endpoint_policy
 from sim.judge_llm import Endpoint, LLMJudge, chat
 from tests.local_http import Local, send
 
@@ -263,12 +263,12 @@ def test_malformed_model_lists():
 def test_malformed_stream_events(events, field):
     data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
     with Local(answer(data.encode())) as server:
-        policy = EndpointPolicy(server.url, "m")
+        policy = endpoint_policy(server.url, "m")
         with pytest.raises(PolicyError, match=field):
             policy.generate(CONV)
     with Local(answer(b"data: {oops\n\n")) as server:
         with pytest.raises(PolicyError, match="event 1: response is not JSON"):
-            EndpointPolicy(server.url, "m").generate(CONV)
+            endpoint_policy(server.url, "m").generate(CONV)
 
 
 # ------------------------------------------------------------------- API keys
@@ -392,13 +392,13 @@ def test_hostile_chat_models_and_stream_text():
         with pytest.raises(
             PolicyError, match=r"event 1 choices\[\]\.text holds a lone"
         ):
-            EndpointPolicy(server.url, "m").generate(CONV)
+            endpoint_policy(server.url, "m").generate(CONV)
     data = (
         b'data: {"choices": [], "usage": {"completion_tokens": -3}}\n\ndata: [DONE]\n\n'
     )
     with Local(answer(data)) as server:
         with pytest.raises(PolicyError, match="event 1 usage is malformed"):
-            EndpointPolicy(server.url, "m").generate(CONV)
+            endpoint_policy(server.url, "m").generate(CONV)
 
 
 def test_server_text_in_an_error_has_its_control_characters_escaped():

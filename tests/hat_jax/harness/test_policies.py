@@ -72,7 +72,7 @@ class CountingSampler:
 
 
 def test_sampler_policy_generates_the_batch_in_one_call(tiny_sampler, qwen_tokenizer):
-    from hat_jax.harness.policy import SamplerPolicy
+    from hat_jax.harness import SamplerPolicy
 
     sampler = CountingSampler(tiny_sampler)
     params = SamplingParams(max_new_tokens=6)
@@ -96,7 +96,7 @@ def test_sampler_policy_generates_the_batch_in_one_call(tiny_sampler, qwen_token
 
 
 def test_sampler_policy_seeds_and_thinking_prefill(tiny_sampler, qwen_tokenizer):
-    from hat_jax.harness.policy import SamplerPolicy
+    from hat_jax.harness import SamplerPolicy
 
     params = SamplingParams(max_new_tokens=6, temperature=1.0, stop_ids=())
     policy = SamplerPolicy(tiny_sampler, params=params, enable_thinking=True)
@@ -259,9 +259,9 @@ def test_scripted_policy_forms():
 
 def test_sampler_policy_drives_the_agent_loop(tiny_sampler, qwen_tokenizer):
     """A random tiny model in the loop: batched calls, recorded tokens, no crash."""
+    from hat_jax.harness import SamplerPolicy
     from hat_jax.harness.backend import StaticBackend
     from hat_jax.harness.loop import TurnRequest, run_turns
-    from hat_jax.harness.policy import SamplerPolicy
     from hat_jax.harness.spec import Harness, HookSpec, PromptLayout, Skill, Tool
     from hat_jax.harness.tokens import trajectory_to_tokens
 
@@ -292,3 +292,59 @@ def test_sampler_policy_drives_the_agent_loop(tiny_sampler, qwen_tokenizer):
         assert all(len(g["tokens"]) == len(g["logprobs"]) >= 1 for g in gens)
         ids, mask = trajectory_to_tokens(traj, qwen_tokenizer)
         assert mask.sum() >= len(gens)  # each call's <|im_end|> at least
+
+
+def test_sampler_policy_max_rows_splits_calls_and_seeds():
+    """`max_rows` chunks a call; chunk c of a call seeded s is seeded from (s, c);
+    `pad_rows` pads a chunk to a power of two rows and drops the padding's
+    outputs; the chunks' stats add up (a later chunk's rows wait)."""
+    from hat_jax.harness import CallStats, SamplerPolicy
+    from hat_jax.sampling.sampler import Completion, SamplingParams
+
+    calls = []
+
+    class Tok:
+        stop_ids = (0,)
+
+        def encode_batch(self, texts):
+            return [[len(t) % 7 + 1, 5] for t in texts]
+
+        def decode(self, ids):
+            return "-".join(map(str, ids))
+
+    class FakeSampler:
+        tokenizer = None
+
+        def generate(self, prompts, params, on_chunk=None):
+            calls.append((len(prompts), params.seed))
+            on_chunk([[9]] * len(prompts))
+            return [Completion([len(calls), 0], [-0.5, -0.1], None, "stop")] * len(
+                prompts
+            )
+
+    pol = SamplerPolicy(
+        FakeSampler(), Tok(), SamplingParams(seed=3), max_rows=2, pad_rows=True
+    )
+    convs = [[{"role": "user", "content": "x" * i}] for i in range(5)]
+    fmts = ["hermes", "qwen_xml"] * 2 + ["hermes"]
+    outs, stats = pol.generate_measured(convs, fmt=fmts, seed=7)
+    assert [c[0] for c in calls] == [2, 2, 1]  # the last chunk: 1 row, no padding
+    assert [o.text for o in outs] == ["1", "1", "2", "2", "3"]
+    assert outs[0].logprobs == [-0.5, -0.1] and outs[0].tokens == [1, 0]
+    seeds = [c[1] for c in calls]
+    assert len(set(seeds)) == 3
+    pol.generate(convs, fmt="qwen_xml", seed=7)
+    assert [c[1] for c in calls[3:]] == seeds  # a function of (seed, chunk)
+    assert stats.batch == 5 and len(stats.ttft_s) == 5
+    assert stats.new_tokens == 10 and stats.prompt_tokens == 10
+    assert stats.ttft_s[2] >= stats.ttft_s[0]  # the second chunk waited
+    pol3 = SamplerPolicy(FakeSampler(), Tok(), pad_rows=True)
+    pol3.generate(convs[:3])
+    assert calls[-1][0] == 4  # 3 rows padded to 4
+    one = CallStats(batch=1, wall_s=1.0, ttft_s=[0.5], row_decode_s=0.5,
+                    new_tokens=2, accepted_per_pos=(3, 1))  # fmt: skip
+    both = CallStats.merged([one, one])
+    assert both.ttft_s == [0.5, 1.5] and both.accepted_per_pos == (6, 2)
+    assert both.wall_s == 2.0 and both.new_tokens == 4
+    with pytest.raises(ValueError, match="max_rows"):
+        SamplerPolicy(FakeSampler(), Tok(), max_rows=-1)

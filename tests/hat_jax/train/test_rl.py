@@ -356,9 +356,9 @@ def test_bandit_learns_to_emit_the_target_token(bandit):
 def test_agent_loop_episode_context_matches_the_sampler_prompt(tokenizer):
     """Through run_turns: the rendered context before the first assistant run is
     exactly the sampler's prompt, so the trainer recomputes its log-probs."""
+    from hat_jax.harness import SamplerPolicy
     from hat_jax.harness.backend import StaticBackend
     from hat_jax.harness.loop import TurnRequest, run_turns
-    from hat_jax.harness.policy import SamplerPolicy
     from hat_jax.harness.spec import Harness, PromptLayout, Skill, Tool
     from hat_jax.train.rl import rl_logprobs
 
