@@ -45,3 +45,22 @@ def tiny_dense(**fields) -> ModelConfig:
         head_dim=16,
     )
     return ModelConfig(**{**base, **fields})
+
+
+def rl_overrides(tokenizer, **kw) -> list[str]:
+    """`KEY=VALUE` overrides for a fast CPU run of rl_tiny: width 32, 8-token
+    rollouts, no held-out evaluation; `kw` adds or replaces keys."""
+    base = {
+        "tokenizer": str(tokenizer),
+        "model.hidden_size": 32,
+        "model.intermediate_size": 64,
+        "model.head_dim": 8,
+        "rollout.tasks": 1,
+        "rollout.group": 2,
+        "rollout.n_cases": 2,
+        "rollout.max_new_tokens": 8,
+        "eval.n_cases": 0,
+        "rl.on_mismatch": "splice",  # a random model's outputs never round-trip
+    }
+    base.update(kw)
+    return [f"{k}={v}" for k, v in base.items()]

@@ -115,6 +115,19 @@ class Policy(Protocol):
     ) -> list[PolicyOutput]: ...
 
 
+class MeasuredPolicy:
+    """A policy whose `generate` is `generate_measured` without the cost."""
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        fmt: str | Sequence[str] = "qwen_xml",
+        seed: int | None = None,
+    ) -> list[PolicyOutput]:
+        return self.generate_measured(conversations, fmt=fmt, seed=seed)[0]
+
+
 def formats(fmt: str | Sequence[str], n: int) -> list[str]:
     """``fmt`` broadcast to one format name per conversation."""
     if isinstance(fmt, str):
@@ -214,7 +227,7 @@ class ScriptedPolicy:
 
 
 # ------------------------------------------------------------------------ openai
-class OpenAIPolicy:
+class OpenAIPolicy(MeasuredPolicy):
     """An OpenAI-compatible completions endpoint (vLLM's ``/v1/completions``).
 
     Each conversation is rendered with :func:`render_prompt` and sent as a raw
@@ -323,15 +336,6 @@ class OpenAIPolicy:
         )
         n_prompt = len(c.prompt_token_ids or ())
         return out, (wall, wall, len(c.token_ids or ()), n_prompt)
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[Message]],
-        *,
-        fmt: str | Sequence[str] = "qwen_xml",
-        seed: int | None = None,
-    ) -> list[PolicyOutput]:
-        return self.generate_measured(conversations, fmt=fmt, seed=seed)[0]
 
     def generate_measured(
         self,

@@ -31,6 +31,7 @@ import numpy as np
 
 from hat_jax.harness.policy import (
     CallStats,
+    MeasuredPolicy,
     Message,
     PolicyOutput,
     formats,
@@ -66,7 +67,7 @@ def _listen() -> None:
         _LISTENING[0] = True
 
 
-class SamplerPolicy:
+class SamplerPolicy(MeasuredPolicy):
     """Our JAX sampler behind the policy contract (module docstring).
 
     Args:
@@ -102,15 +103,6 @@ class SamplerPolicy:
         self.max_rows, self.pad_rows = int(max_rows), bool(pad_rows)
         self.calls = 0
         _listen()
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[Message]],
-        *,
-        fmt: str | Sequence[str] = "qwen_xml",
-        seed: int | None = None,
-    ) -> list[PolicyOutput]:
-        return self.generate_measured(conversations, fmt=fmt, seed=seed)[0]
 
     def generate_measured(
         self,

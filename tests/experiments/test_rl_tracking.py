@@ -14,6 +14,7 @@ from hat_jax.train.rl import frac_reward_zero_std, segment_weights
 from hat_jax.train.rl_batch import episode_from_tokens
 from hat_jax.train.rl_run import run_rl
 from hat_jax.train.rollout_log import RolloutLog, markdown, rollout_rows
+from tests.tiny_configs import rl_overrides
 
 CONFIG = "experiments/configs/rl_tiny.py"
 
@@ -87,20 +88,10 @@ def tokenizer_dir(tmp_path_factory):
 
 
 def test_rl_run_logs_zero_std_groups_and_rollouts(tmp_path, tokenizer_dir):
-    over = {
-        "tokenizer": str(tokenizer_dir),
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "rollout.tasks": 2,
-        "rollout.group": 2,
-        "rollout.n_cases": 2,
-        "rollout.max_new_tokens": 8,
-        "eval.n_cases": 0,
-        "rl.on_mismatch": "splice",  # a random model's outputs never round-trip
-        "tracking.rollout_samples": 3,
-    }
-    cfg = load_config(f"{CONFIG}:steps=2", [f"{k}={v}" for k, v in over.items()])
+    over = rl_overrides(
+        tokenizer_dir, **{"rollout.tasks": 2, "tracking.rollout_samples": 3}
+    )
+    cfg = load_config(f"{CONFIG}:steps=2", over)
     run_rl(cfg, tmp_path, progress=False)
     metrics = {r["step"]: r for r in read_metrics(tmp_path / "metrics.jsonl")}
     lines = [

@@ -12,6 +12,7 @@ from hat_jax.train import agent_task
 from hat_jax.train.agent_task import TaskCase, load_task
 from hat_jax.train.metrics import read_metrics
 from hat_jax.train.rl_run import run_rl
+from tests.tiny_configs import rl_overrides
 
 NAMES = ("accuracy", "effectiveness", "tool_rationality", "skill_selection")
 
@@ -53,10 +54,6 @@ class EchoTask:
 
 def test_rl_trains_in_a_task_that_is_not_the_simulator(tokenizer_dir, tmp_path):
     over = {
-        "tokenizer": str(tokenizer_dir),
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
         "rollout.task": "no_such_task",  # the object given wins over the name
         "rollout.group": 4,
         "rollout.n_cases": 3,
@@ -64,11 +61,10 @@ def test_rl_trains_in_a_task_that_is_not_the_simulator(tokenizer_dir, tmp_path):
         "eval.n_cases": 2,
         "eval.max_new_tokens": 6,
         "eval.at_start": False,
-        "rl.on_mismatch": "splice",
     }
     cfg = load_config(
         "experiments/configs/rl_tiny.py:steps=1,hsa=True",
-        [f"{k}={v}" for k, v in over.items()],
+        rl_overrides(tokenizer_dir, **over),
     )
     task = EchoTask()
     state, _, last = run_rl(cfg, tmp_path / "w", progress=False, task=task)

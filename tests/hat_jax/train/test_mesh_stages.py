@@ -13,6 +13,7 @@ import pytest
 from conftest import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 from hat_jax.parallel.placement import mesh_from_config
+from tests.tiny_configs import rl_overrides
 
 WORKER = Path(__file__).with_name("mesh_worker.py")
 
@@ -67,21 +68,8 @@ def test_opd_on_a_mesh_equals_one_device_and_resumes(memo_tokenizer, tmp_path):
 
 def test_rl_on_a_mesh_equals_one_device_and_resumes(tokenizer_dir, tmp_path):
     """HSA-RL through the simulator: 4 rollouts a step, split over data x fsdp."""
-    over = {
-        "tokenizer": str(tokenizer_dir),
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "rollout.tasks": 1,
-        "rollout.group": 4,
-        "rollout.n_cases": 2,
-        "rollout.max_new_tokens": 8,
-        "eval.n_cases": 0,
-        "rl.on_mismatch": "splice",  # a random model's outputs never round-trip
-        "train.save_every": 2,
-        "optim.lr": 1e-3,
-    }
-    overrides = [f"{k}={v}" for k, v in over.items()]
+    over = {"rollout.group": 4, "train.save_every": 2, "optim.lr": 1e-3}
+    overrides = rl_overrides(tokenizer_dir, **over)
     spec = "experiments/configs/rl_tiny.py:steps=4"
     # 1e-4: AdamW divides each gradient by its own scale, so a rounding
     # difference in a small gradient entry shows at the scale of lr (1e-3)
