@@ -40,13 +40,17 @@ _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 MAX_NUMBER = 30  # characters in a number
 
 
-def split_top(text: str, sep: str, *, args: bool = False) -> list[str]:
-    """Splits on ``sep`` outside quotes and parentheses.
+def split_top(
+    text: str, sep: str, *, args: bool = False, brackets: bool = False
+) -> list[str]:
+    """Splits on ``sep`` outside quotes and parentheses (and, with ``brackets``,
+    outside ``[]`` and ``{}``: config values such as ``b=[1,2]``).
 
     Raises:
       ValueError: with ``args`` (a call's arguments), a parenthesis outside
         quotes or an unclosed quote.
     """
+    opening, closing = ("([{", ")]}") if brackets else ("(", ")")
     out, cur, quote, depth = [], [], None, 0
     for col, ch in enumerate(text, 1):
         if quote:
@@ -55,9 +59,9 @@ def split_top(text: str, sep: str, *, args: bool = False) -> list[str]:
             quote = ch
         elif ch in "()" and args:
             raise ValueError(f"unexpected {ch!r} at column {col} of the arguments")
-        elif ch == "(":
+        elif ch in opening:
             depth += 1
-        elif ch == ")":
+        elif ch in closing:
             depth -= 1
         elif ch == sep and depth == 0:
             out.append("".join(cur))

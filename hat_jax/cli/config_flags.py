@@ -27,6 +27,8 @@ from typing import Any
 
 import ml_collections
 
+from hat_jax.registry import split_top
+
 _OVERRIDE_PREFIX = "--config."
 _BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -204,21 +206,7 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
 
 def _split_top_level(text: str) -> list[str]:
     """Splits on commas outside brackets and quotes: `a=1,b=[1,2]` -> 2 parts."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in split_top(text, ",", brackets=True) if p.strip()]
 
 
 def parse_arg_string(

@@ -10,6 +10,7 @@ from hat_jax.train.metrics import MetricsWriter, NonFiniteError, check_finite
 from hat_jax.train.opd import jit_opd_step, opd_train_step, run_opd
 from hat_jax.train.rl import compute_advantages, jit_rl_step, rl_train_step
 from hat_jax.train.rl_batch import Episode, episode_from_trajectory, episodes_to_batch
+from hat_jax.train.rl_run import run_rl
 from hat_jax.train.sft import jit_sft_step, run_sft, sft_train_step
 from hat_jax.train.state import TrainState, init_state, make_optimizer
 
@@ -23,6 +24,7 @@ __all__ = [
     "opd_train_step",
     "rl_train_step",
     "run_opd",
+    "run_rl",
     "MetricsWriter",
     "NonFiniteError",
     "PackedBatches",

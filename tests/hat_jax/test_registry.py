@@ -2,7 +2,7 @@
 
 import pytest
 
-from hat_jax.registry import Registry, literal, parse_call, parse_name
+from hat_jax.registry import Registry, literal, parse_call, parse_name, split_top
 
 
 def test_literals_are_parsed_never_evaluated():
@@ -46,3 +46,13 @@ def test_registry_names_binds_and_refuses():
         reg["nope"]
     with pytest.raises(ValueError, match="bad parameter 'y'"):
         reg.bind("scale(y=1)")
+
+
+def test_split_top_nests_brackets_only_when_asked():
+    assert split_top("a=1,b=[1,2],c={'x': 1, 'y': 2}", ",", brackets=True) == [
+        "a=1",
+        "b=[1,2]",
+        "c={'x': 1, 'y': 2}",
+    ]
+    assert split_top("a=[1,2]", ",") == ["a=[1", "2]"]  # call args: no brackets
+    assert split_top("f(a,b),g", ",", brackets=True) == ["f(a,b)", "g"]
