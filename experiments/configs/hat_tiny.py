@@ -173,27 +173,62 @@ COMPACT_FIRST = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"skills_first"
 COMPACT_PLAN_FIRST = COMPACT_FIRST | {
     "world": COMPACT_FIRST["world"] | {"plan_first": True}
 }
-# compact_first with twice the SFT steps: the look-up and the intent kept
-# improving past 1,500 (docs/results/hat_tiny_pilot.md, fifteenth pilot).
-COMPACT_LONG = COMPACT_FIRST | {
-    "sft": COMPACT_FIRST["sft"]
-    | {"arg": COMPACT_FIRST["sft"]["arg"] | {"steps": 3000}},
-    "est": COMPACT_FIRST["est"] | {"sft": 6000},
+# The learnability scale (issue 16), written out in full: compact_first (the
+# look-up drill, then the general mix with look-ups; golds that name the reply
+# plan and load their skills before the tool calls) with 3,000 SFT steps in one
+# schedule: the look-up and the intent kept improving past 1,500
+# (docs/results/hat_tiny_pilot.md, fifteenth pilot).
+COMPACT_LONG = _scale(
+    vocab=2048,
+    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
+    | {"extra": {"mtp_num_hidden_layers": 1}},
+    world={"base_n": 2000, "prompts_n": 400, "sim_n": 2000, "copies": 1}
+    | {"prompt_format": "compact", "compact_results": True}
+    | {"drill_n": 20000, "base_mix": "lookup"}
+    | {"reply_plan": True, "skills_first": True},
+    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+    sft={"steps": 3000, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    opd={"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
+    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
+    ev={"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
+    mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    replay={"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": CALL_BUDGET},
+    est={"data": 15, "tok": 5, "base": 170, "sft": 6000, "opd": 60, "rl": 300}
+    | {"eval": 2400, "mtp": 60, "replay": 150, "drill": 330},
+)
+COMPACT_LONG["sft"]["extra"] += (
+    "data.head_copies=4",
+    f"data.call_budget={CALL_BUDGET}",
+)
+COMPACT_LONG["drill"] = {
+    "config": "sft_tiny.py",
+    "arg": {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3},
+    "extra": ("data.overlong=truncate",),
 }
+# `make reproduce`: the paper's architecture in miniature (HYBRID). Its step
+# costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
+# layer is a second full-attention layer), so it takes fewer steps: base 128,
+# SFT 100 (markdown prompt, full tool results, 200 golds, 6 eval cases: `make
+# reproduce` within 45 minutes).
+TINY = _scale(
+    vocab=2048,
+    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
+    | {"extra": HYBRID},
+    world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
+    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+    sft={"steps": 100, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
+    opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
+    rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
+    ev={"limit": 6, "max_new_tokens": 96, "batch_size": 6},
+    mtp={"steps": 20, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
+    replay={"trace": _trace(16, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": 40},
+    est={"data": 4, "tok": 4, "base": 220, "sft": 180, "opd": 20, "rl": 50}
+    | {"eval": 45, "mtp": 40, "replay": 200},
+)
 SCALES = {
-    # The hybrid's step costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s
-    # (its co-trained MTP layer is a second full-attention layer), so it takes
-    # fewer steps: base 128, SFT 100 (markdown prompt, full tool results, 200
-    # golds, 6 eval cases: `make reproduce` within 45 minutes).
-    "tiny": DENSE
-    | {
-        "model": {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
-        | {"extra": HYBRID},
-        "base": DENSE["base"] | {"arg": DENSE["base"]["arg"] | {"steps": 128}},
-        "sft": DENSE["sft"] | {"arg": DENSE["sft"]["arg"] | {"steps": 100}},
-        "mtp": DENSE["mtp"] | {"arg": DENSE["mtp"]["arg"] | {"steps": 20}},
-        "est": DENSE["est"] | {"base": 220, "sft": 180, "mtp": 40, "replay": 200},
-    },
+    "tiny": TINY,
     "compact": COMPACT,
     "compact_drill": COMPACT_DRILL,
     "compact_plan": COMPACT_PLAN,
