@@ -81,6 +81,11 @@ def rows(path: str) -> list[dict]:
 
 def main() -> None:
     stage, root, spec, *overrides = sys.argv[1:]
+    # the four runs compile the same programs: JAX's persistent cache (as the
+    # driver uses it) compiles each once
+    from experiments.driver.pipeline import enable_compile_cache
+
+    enable_compile_cache(f"{root}/_jax_cache")
     run = stage_runner(stage)
     one = load_config(spec, overrides)
     plain, _, _ = run(one, f"{root}/one", progress=False, **extra(stage, one))
