@@ -5,7 +5,7 @@ data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
 ``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``,
-``compact_long`` (issue 16, being sized), ``dense``, ``micro`` /
+``compact_long`` (issue 16: measured, short of the target), ``dense``, ``micro`` /
 ``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
