@@ -34,7 +34,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh
 
 from hat_jax.parallel.mesh import AXES, axis_sizes, make_mesh
 from hat_jax.parallel.rules import ShardingReport, get_rules, named_shardings
@@ -47,7 +47,7 @@ from hat_jax.parallel.step import (
     replicated as replicated_sharding,
 )
 
-__all__ = ["Placed", "mesh_from_config", "mesh_sizes", "place_on_mesh"]
+__all__ = ["Placed", "mesh_from_config", "mesh_sizes", "place_batch", "place_on_mesh"]
 
 
 def mesh_sizes(cfg) -> dict[str, int] | None:
@@ -74,15 +74,14 @@ def mesh_from_config(cfg) -> Mesh | None:
 class _Feed:
     """Wraps a resumable batch iterator; each batch goes to the mesh split on B."""
 
-    def __init__(self, data: Any, sharding: NamedSharding):
-        self.data, self.sharding = data, sharding
+    def __init__(self, data: Any, mesh: Mesh):
+        self.data, self.mesh = data, mesh
 
     def __iter__(self):
         return self
 
     def __next__(self) -> dict[str, jax.Array]:
-        batch = next(self.data)
-        return {k: _global(np.asarray(v), self.sharding) for k, v in batch.items()}
+        return place_batch(self.mesh, next(self.data))
 
     def position(self) -> dict:
         return self.data.position()
@@ -91,9 +90,32 @@ class _Feed:
         self.data.restore(pos)
 
 
-def _global(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
-    # every host holds the global batch; each device takes its rows
-    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+def place_batch(
+    mesh: Mesh, batch: dict[str, Any], replicated: tuple[str, ...] = ()
+) -> dict[str, jax.Array]:
+    """A host batch on the mesh: arrays [B, ...] split on B, the keys in
+    `replicated` (e.g. RL's per-group rewards [N, G, R]) on every device. Every
+    host holds the global batch; each device takes its rows.
+
+    Raises:
+      ValueError: B does not split over the mesh's data and fsdp axes.
+    """
+    sizes = axis_sizes(mesh)
+    split = sizes["data"] * sizes["fsdp"]
+    out = {}
+    for k, v in batch.items():
+        x = np.asarray(v)
+        if k in replicated:
+            sharding = replicated_sharding(mesh)
+        elif x.shape[0] % split:
+            raise ValueError(
+                f"mesh {sizes}: batch[{k!r}] has {x.shape[0]} rows; they "
+                f"must split over data x fsdp = {split} devices"
+            )
+        else:
+            sharding = batch_sharding(mesh)
+        out[k] = jax.make_array_from_callback(x.shape, sharding, lambda i, x=x: x[i])
+    return out
 
 
 @dataclasses.dataclass
@@ -105,33 +127,13 @@ class Placed:
     frozen: Any = None  # the step's frozen params on the mesh (if it takes any)
 
     def feed(self, data: Any) -> _Feed:
-        return _Feed(data, batch_sharding(self.mesh))
+        return _Feed(data, self.mesh)
 
     def put(
         self, batch: dict[str, Any], replicated: tuple[str, ...] = ()
     ) -> dict[str, jax.Array]:
-        """A host batch on the mesh: arrays [B, ...] split on B, the keys in
-        `replicated` (e.g. RL's per-group rewards [N, G, R]) on every device.
-
-        Raises:
-          ValueError: B does not split over the mesh's data and fsdp axes.
-        """
-        sharding, rep = batch_sharding(self.mesh), replicated_sharding(self.mesh)
-        sizes = axis_sizes(self.mesh)
-        split = sizes["data"] * sizes["fsdp"]
-        out = {
-            k: _global(np.asarray(v), rep) for k, v in batch.items() if k in replicated
-        }
-        for k, v in batch.items():
-            if k in replicated:
-                continue
-            if np.shape(v)[0] % split:
-                raise ValueError(
-                    f"mesh {sizes}: batch[{k!r}] has {np.shape(v)[0]} rows; they "
-                    f"must split over data x fsdp = {split} devices"
-                )
-            out[k] = _global(np.asarray(v), sharding)
-        return out
+        """`place_batch` on this mesh (a batch made inside the step)."""
+        return place_batch(self.mesh, batch, replicated)
 
 
 def place_on_mesh(
@@ -161,15 +163,15 @@ def place_on_mesh(
         return None
     sizes = axis_sizes(mesh)
     split = sizes["data"] * sizes["fsdp"]
-    given_rows = rows
-    if rows is None:
-        rows, what = (
-            int(cfg.batch_size) // int(cfg.get("grad_accum", 1) or 1),
-            ("each micro-batch (batch_size / grad_accum)"),
-        )
-    else:
-        what = "each step's batch"
+    made_in_step = rows is not None  # placed key by key (`put`), not fed
+    if not made_in_step:  # SFT: each micro-batch splits
+        rows = int(cfg.batch_size) // int(cfg.get("grad_accum", 1) or 1)
     if rows % split:
+        what = (
+            "each step's batch"
+            if made_in_step
+            else "each micro-batch (batch_size / grad_accum)"
+        )
         raise ValueError(
             f"mesh {sizes}: {what} of {rows} rows must split over data x fsdp = "
             f"{split} devices"
@@ -181,11 +183,10 @@ def place_on_mesh(
         frozen_rules = get_rules(frozen_family) if frozen_family else rules
         frozen_sh, _ = named_shardings(frozen, mesh, frozen_rules)
         frozen = jax.device_put(frozen, frozen_sh)
-    # a batch made in the step (`rows` given) is placed key by key (`put`)
     step = jit_sharded_step(
         step_fn,
         shardings,
-        batch_sharding(mesh) if given_rows is None else None,
+        None if made_in_step else batch_sharding(mesh),
         frozen_shardings=frozen_sh,
     )
     return Placed(mesh, state, step, report, frozen)
