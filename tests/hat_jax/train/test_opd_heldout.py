@@ -11,7 +11,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import memo_trajectories
+from conftest import memo_trajectories, opd_overrides
 from flax import nnx
 
 from hat_jax.cli.config_flags import load_config
@@ -33,29 +33,18 @@ def _log_softmax(x):
 def test_opd_heldout_is_teacher_forced_and_leaves_training_unchanged(
     memo_tokenizer, tmp_path
 ):
-    folder, vocab = memo_tokenizer
     trajs = memo_trajectories(12)
     train_path, eval_path = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
     for path, part in ((train_path, trajs[:8]), (eval_path, trajs[8:])):
         path.write_text(
             "".join(json.dumps({"prompt": t.user_message}) + "\n" for t in part)
         )
-    base = {
-        "data.train": str(train_path),
-        "data.max_prompt_tokens": 48,
-        "tokenizer": str(folder),
-        "model.vocab_size": vocab,
-        "model.hidden_size": 32,
-        "model.intermediate_size": 64,
-        "model.head_dim": 8,
-        "model.num_hidden_layers": 1,
-        "train.save_every": 1000,
-        "optim.warmup_steps": 0,
-    }
+    base = {"optim.warmup_steps": 0}
     spec = f"{CONFIG}:steps=2,max_new_tokens={NEW},batch_size=4,lr=3e-3"
     heldout = {"data.eval": str(eval_path), "train.eval_every": 1}
-    plain_cfg = load_config(spec, [f"{k}={v}" for k, v in base.items()])
-    cfg = load_config(spec, [f"{k}={v}" for k, v in (base | heldout).items()])
+    plain_cfg = load_config(spec, opd_overrides(train_path, memo_tokenizer, **base))
+    over = opd_overrides(train_path, memo_tokenizer, **(base | heldout))
+    cfg = load_config(spec, over)
     plain, _, _ = run_opd(plain_cfg, tmp_path / "plain", progress=False)
     state, graphdef, last = run_opd(cfg, tmp_path / "heldout", progress=False)
 
@@ -67,7 +56,7 @@ def test_opd_heldout_is_teacher_forced_and_leaves_training_unchanged(
     assert [r["step"] for r in rows if "eval/loss" in r] == [1, 2]
 
     # the teacher (the initial student) decodes the held-out prompts greedily
-    tok = build.load_tokenizer(str(folder))
+    tok = build.load_tokenizer(str(memo_tokenizer[0]))
     teacher, _ = build.make_model(cfg)
     ids, _ = encode_prompts(read_prompts(eval_path), tok, max_prompt_tokens=48)
     comps = Sampler(teacher, tok).generate(
