@@ -331,13 +331,9 @@ def _line(name: str, s: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``hat eval run`` on its own (``python -m experiments.eval_run_cmd``)."""
-    parser = argparse.ArgumentParser(
-        prog="hat eval run",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat eval run", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

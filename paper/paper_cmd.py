@@ -18,7 +18,6 @@ Examples:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -126,13 +125,9 @@ def run(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``hat paper`` on its own (``python -m paper.paper_cmd``)."""
-    parser = argparse.ArgumentParser(
-        prog="hat paper",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat paper", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ Examples:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
@@ -173,13 +172,9 @@ def run(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``hat evolve`` on its own (``python -m experiments.evolve.evolve_cmd``)."""
-    parser = argparse.ArgumentParser(
-        prog="hat evolve",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat evolve", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

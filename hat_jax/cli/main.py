@@ -36,6 +36,18 @@ COMMANDS: dict[str, ModuleType] = {
 COMMAND_GROUP = "hat.commands"  # plugin commands (setup.py: augment, sim, run, ...)
 
 
+def run_module(prog: str, mod: ModuleType, argv=None) -> int:
+    """A command module (`add_arguments`, `run`) on its own, `python -m MODULE`:
+    the parser `hat` builds for it, named `prog`."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=mod.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mod.add_arguments(p)
+    return mod.run(p.parse_args(argv))
+
+
 class BrokenCommand:
     """Stands in for a plugin command whose module failed to import: it is
     listed, and running it (with any arguments) reports the import error."""
