@@ -5,8 +5,9 @@ data, then the paper's stages on simulator trajectories; every run ends with an
 evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
 ``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``,
-``compact_long`` (issue 16: measured, short of the target), ``dense``, ``micro`` /
-``micro_hybrid`` (the driver's tests). Runs: see ``experiments.driver.hat_pipeline``.
+``compact_long`` (issue 16: measured, short of the target), ``compact_cycles``,
+``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
+``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -206,6 +207,13 @@ COMPACT_LONG["drill"] = {
     "arg": {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3},
     "extra": ("data.overlong=truncate",),
 }
+# compact_long's 3,000 SFT steps as two cosine cycles (a warm restart at 1,500:
+# 3e-3 then 1e-3, `optim.cycles`), the schedule of the fifteenth pilot's F4.
+COMPACT_CYCLES = COMPACT_LONG | {
+    "sft": COMPACT_LONG["sft"]
+    | {"extra": (*COMPACT_LONG["sft"]["extra"], "optim.cycles=2")}
+}
+COMPACT_CYCLES["sft"]["extra"] += ("optim.cycle_decay=0.3333333333333333",)
 # `make reproduce`: the paper's architecture in miniature (HYBRID). Its step
 # costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
 # layer is a second full-attention layer), so it takes fewer steps: base 128,
@@ -237,6 +245,7 @@ SCALES = {
     "compact_first": COMPACT_FIRST,
     "compact_plan_first": COMPACT_PLAN_FIRST,
     "compact_long": COMPACT_LONG,
+    "compact_cycles": COMPACT_CYCLES,
     "dense": DENSE,
     # base and sft share shapes: compiled once (the driver's XLA cache)
     "micro": _scale(

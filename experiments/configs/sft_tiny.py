@@ -178,6 +178,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "warmup_steps": min(10, a.steps // 10),
             "total_steps": steps * 1,  # follows --config.train.steps
             "end_lr_frac": 0.1,
+            # k > 1: k equal cycles of warmup + cosine (warm restarts), cycle i
+            # peaking at lr * cycle_decay**i (hat_jax.train.state.make_schedule)
+            "cycles": 1,
+            "cycle_decay": 1.0,
             "clip_norm": 1.0,
         }
     )

@@ -67,15 +67,33 @@ class TrainState:
 
 
 def make_schedule(optim) -> optax.Schedule:
-    """Linear warmup to `lr`, cosine decay to `lr * end_lr_frac` at `total_steps`."""
+    """Linear warmup to `lr`, cosine decay to `lr * end_lr_frac` at `total_steps`.
+
+    With ``optim.cycles = k > 1`` (default 1) the steps are cut into k equal
+    cycles, each a warmup and a cosine decay (warm restarts, SGDR); cycle i
+    peaks at ``lr * cycle_decay**i`` and ends at that peak times `end_lr_frac`.
+    """
     warmup = int(optim.warmup_steps)
     total = max(int(optim.total_steps), warmup + 1)
+    cycles = max(int(optim.get("cycles", 1)), 1)
+    if cycles == 1:
+        return _cosine(float(optim.lr), warmup, total, float(optim.end_lr_frac))
+    length = max(total // cycles, warmup + 1)
+    decay = float(optim.get("cycle_decay", 1.0))
+    parts = [
+        _cosine(float(optim.lr) * decay**i, warmup, length, float(optim.end_lr_frac))
+        for i in range(cycles)
+    ]
+    return optax.join_schedules(parts, [length * i for i in range(1, cycles)])
+
+
+def _cosine(peak: float, warmup: int, total: int, end_frac: float) -> optax.Schedule:
     return optax.warmup_cosine_decay_schedule(
-        init_value=0.0 if warmup else float(optim.lr),
-        peak_value=float(optim.lr),
+        init_value=0.0 if warmup else peak,
+        peak_value=peak,
         warmup_steps=warmup,
         decay_steps=total,
-        end_value=float(optim.lr) * float(optim.end_lr_frac),
+        end_value=peak * end_frac,
     )
 
 

@@ -107,6 +107,7 @@ MINIMUM = {
     "loss_chunk": 1,
     "top_k": 0,
     "optim.total_steps": 1,
+    "optim.cycles": 1,
     "optim.warmup_steps": 0,
     "lora.rank": 0,
     "data.max_prompt_tokens": 1,
@@ -162,6 +163,7 @@ NON_NEGATIVE_FLOATS = (
     "optim.weight_decay",
     "optim.clip_norm",
     "optim.end_lr_frac",
+    "optim.cycle_decay",
 )
 
 

@@ -155,3 +155,27 @@ def test_hat_small_budgets(tmp_path):
     assert gpu[0].by_name["sft"].spec["arg"].startswith("steps=40,")
     with pytest.raises(ValueError, match="budget must be one of"):
         load_runs(f"{path}:budget=tpu", tmp_path / "bad", **one)
+
+
+def test_compact_cycles_is_compact_long_with_a_warm_restart(tmp_path):
+    """scale=compact_cycles: compact_long's SFT stage, its 3,000 steps in two
+    cosine cycles (3e-3, then 1e-3); every other step the same."""
+    from experiments.driver.steps import stage_config
+
+    path = CONFIG_DIR / "hat_tiny.py"
+    got = {}
+    for scale in ("compact_long", "compact_cycles"):
+        runs, _ = load_runs(f"{path}:scale={scale},run=fixed_sft", tmp_path / scale)
+        steps = {r.name: r.by_name for r in runs}["hat"]
+        got[scale] = {n: s for n, s in steps.items()}
+    long, cyc = got["compact_long"], got["compact_cycles"]
+    assert set(long) == set(cyc)
+    for name in long:
+        if name not in ("sft", "opd", "rl", "eval", "mtp", "replay"):
+            assert long[name].spec == cyc[name].spec, name
+    a, b = stage_config(long["sft"].spec), stage_config(cyc["sft"].spec)
+    assert (a.optim.cycles, b.optim.cycles) == (1, 2)
+    assert b.optim.cycle_decay == pytest.approx(1 / 3)
+    assert a.optim.total_steps == b.optim.total_steps == 3000
+    b.optim.cycles, b.optim.cycle_decay = 1, 1.0
+    assert a.to_dict() == b.to_dict()
