@@ -16,6 +16,8 @@ the same command again to resume from its latest checkpoint (data order included
 A rerun with another model, data or optimiser setting is refused, naming the keys:
 `--fresh` deletes the earlier run and starts over, `--allow-config-change` resumes
 anyway and records the change in metrics.jsonl (hat_jax/train/workdir.py).
+`--print-config` prints the resolved config (the file, its argument string and
+every --config.KEY override) and exits: nothing is run or written.
 """
 
 from __future__ import annotations
@@ -62,7 +64,12 @@ def load_runner(spec: str):
 
 def add_arguments(p) -> None:
     p.add_argument("stage", choices=sorted(stages()), help="which stage to run")
-    p.add_argument("--workdir", required=True, help="run folder (created; resumed)")
+    p.add_argument("--workdir", help="run folder (created; resumed); required to train")
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config as JSON and exit (no workdir needed)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
         "--fresh",
@@ -91,6 +98,14 @@ def run(args) -> int:
     table = stages()
     if args.stage not in table:
         print(f"hat train: error: unknown stage {args.stage!r}", file=sys.stderr)
+        return 2
+    if getattr(args, "print_config", False):
+        import json
+
+        print(json.dumps(cfg.to_dict(), indent=1, sort_keys=True, default=str))
+        return 0
+    if not getattr(args, "workdir", None):
+        print("hat train: error: --workdir is required to train", file=sys.stderr)
         return 2
     from hat_jax.parallel.placement import mesh_sizes
 

@@ -1,6 +1,7 @@
 """`hat run --print-config` / `hat sweep --print-config RUN`: resolved stage configs."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,39 @@ def test_sweep_prints_the_named_run(tmp_path, capsys):
     assert json.loads(body.partition("\n")[2])["data"]["fixed_harness"] is False
     with pytest.raises(ValueError, match="no run 'nope'"):
         sweep_cmd.main([CONFIG, "--root", str(root), "--print-config", "nope"])
+
+
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "experiments" / "configs"
+CONFIGS = sorted(p.name for p in CONFIG_DIR.glob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_config_prints_its_resolved_config(name, tmp_path, capsys, monkeypatch):
+    """Pipeline configs through `hat run --print-config`, stage configs through
+    `hat train STAGE --print-config`; nothing is written either way."""
+    from hat_jax.cli.config_flags import load_config
+    from hat_jax.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    path = str(CONFIG_DIR / name)
+    stage = load_config(path, []).get("stage")
+    if stage is None:
+        argv = ["run", f"--config={path}", "--root", "runs", "--print-config"]
+    else:
+        argv = ["train", stage, f"--config={path}", "--print-config"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.strip()
+    if stage is not None:
+        assert json.loads(out)["stage"] == stage
+    else:
+        assert out.startswith("# run ")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_train_without_a_workdir_is_refused_by_name(capsys):
+    from hat_jax.cli.main import main
+
+    argv = ["train", "sft", "--config=experiments/configs/sft_tiny.py"]
+    assert main(argv) == 2
+    assert "--workdir is required" in capsys.readouterr().err
