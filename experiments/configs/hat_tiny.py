@@ -31,15 +31,24 @@ from hat_jax.cli.config_flags import parse_arg_string
 DEFAULTS = {"scale": "tiny", "run": "hat"}
 
 
-def _scale(vocab, model, world, base, sft, opd, rl, ev, mtp, replay, est) -> dict:
+def _scale(
+    vocab, model, world, base, sft, opd, rl, ev, mtp, replay, est, **more
+) -> dict:
+    """One scale's blocks. ``more``: ``drill`` (a look-up phase before the base
+    stage: its sft_tiny argument dict), ``sft_extra`` (overrides of both SFT
+    runs), ``digits`` (the tokenizer's number cutting)."""
     truncate = ("data.overlong=truncate",)  # keep the start of the odd long one
-    return {
+    out = {
         "base_model": None,  # trained here from scratch
         "vocab": vocab,
         "model": model,
         "world": world,
         "base": {"config": "sft_tiny.py", "arg": base, "extra": truncate},
-        "sft": {"config": "sft_tiny.py", "arg": sft, "extra": truncate},
+        "sft": {
+            "config": "sft_tiny.py",
+            "arg": sft,
+            "extra": truncate + tuple(more.pop("sft_extra", ())),
+        },
         "opd": {"config": "opd_tiny.py", "arg": opd},
         "rl": {"config": "rl_tiny.py", "arg": rl | {"eval_cases": 0}},
         "eval": ev,
@@ -47,6 +56,14 @@ def _scale(vocab, model, world, base, sft, opd, rl, ev, mtp, replay, est) -> dic
         "replay": replay,
         "est": est,
     }
+    drill = more.pop("drill", None)
+    if drill is not None:
+        out["drill"] = {"config": "sft_tiny.py", "arg": drill, "extra": truncate}
+    if "digits" in more:
+        out["digits"] = more.pop("digits")
+    if more:
+        raise TypeError(f"unknown scale fields {sorted(more)}")
+    return out
 
 
 def _trace(n: int, rate: float) -> dict:
@@ -82,8 +99,72 @@ MICRO_HYBRID = HYBRID | {
     "shared_expert_intermediate_size": 32,
 }
 
+# Blocks the compact scales share. The tiny world sized to learn (issue 16): the
+# harness rendered compact with compact tool results (about half the tokens of a
+# trajectory), thousands of gold trajectories, a dense 4-layer model with a
+# co-trained MTP head, evaluation sets large enough to separate runs.
+WIDTH_128 = {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
+DENSE_MTP = WIDTH_128 | {"extra": {"mtp_num_hidden_layers": 1}}
+WORLD = {"base_n": 2000, "prompts_n": 400, "sim_n": 2000, "copies": 1}
+WORLD |= {"prompt_format": "compact", "compact_results": True}
+# + the look-up drill before the base stage (experiments.world.lookup: where a
+# from-scratch model learns to copy an argument), then the general mix with
+# look-ups (docs/results/hat_tiny_pilot.md).
+WORLD_DRILL = WORLD | {"drill_n": 20000, "base_mix": "lookup"}
+DRILL = {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3}
+BASE = {"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3}
+EVAL_LIMITS = {"t1": 300, "t2": 300, "t3": 200, "edit": 150, "ifeval": 541}
+EVAL_LIMITS |= {"ifeval_proxy": 300}
+# Tokens a model call may write (evaluation, RL rollouts, replay): above the
+# longest gold assistant message of the compact worlds (up to ~170 tokens of
+# the world tokenizer with skills and plans first; 96 cut 5-32 % of the golds'
+# first messages: docs/results/hat_tiny_pilot.md, fifteenth pilot).
+CALL_BUDGET = 192
+
+
+def _sft(steps: int) -> dict:
+    return {"steps": steps, "batch_size": 3, "seq_len": 2048, "lr": 3e-3}
+
+
+# Both SFT runs also train on 4 copies of each trajectory's start without its
+# system prompt (the viewer message -> the first assistant message); without
+# them the policy writes the majority intent for every message (the pilot
+# file's fourth pilot); and refuse golds whose assistant messages the call
+# budget would cut.
+SFT_EXTRA = ("data.head_copies=4", f"data.call_budget={CALL_BUDGET}")
+LATER = {  # the compact scales' stages after SFT, their evaluation and replay
+    "opd": {"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
+    "rl": {"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
+    "ev": {"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
+    "mtp": {"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    "replay": {"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
+    | {"max_new_tokens": CALL_BUDGET},
+}
 # est: seconds per step measured on the 2-core CPU machine (the ETA's basis).
-# `dense`: the 2-layer Qwen3 world of before (the recipe its times above are for).
+EST = {"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
+EST |= {"eval": 2400, "mtp": 60, "replay": 150}
+
+
+def _compact(world: dict, sft_steps: int, est_sft: int, **more) -> dict:
+    """A compact scale: the 4 x 128 dense model on `world` (a drill with
+    WORLD_DRILL), SFT for `sft_steps`, the shared later stages."""
+    if "drill_n" in world:
+        more = {"drill": DRILL} | more
+    est = EST | {"sft": est_sft} | ({"drill": 330} if "drill_n" in world else {})
+    return _scale(
+        vocab=more.pop("vocab", 2048),
+        model=DENSE_MTP,
+        world=world,
+        base=BASE,
+        sft=_sft(sft_steps),
+        est=est,
+        sft_extra=SFT_EXTRA + tuple(more.pop("sft_extra", ())),
+        **LATER,
+        **more,
+    )
+
+
+# `dense`: the 2-layer Qwen3 world of before.
 DENSE = _scale(
     vocab=2048,
     model={"layers": 2, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32},
@@ -99,121 +180,37 @@ DENSE = _scale(
     est={"data": 4, "tok": 4, "base": 150, "sft": 140, "opd": 20, "rl": 50}
     | {"eval": 45, "mtp": 30, "replay": 150},
 )
-# The tiny world sized to learn (issue 16): the harness rendered compact and
-# compact tool results (about half the tokens of a trajectory), thousands of gold
-# trajectories, a dense 4-layer model with a co-trained MTP head, evaluation
-# sets large enough to separate runs.
-EVAL_LIMITS = {"t1": 300, "t2": 300, "t3": 200, "edit": 150, "ifeval": 541}
-EVAL_LIMITS |= {"ifeval_proxy": 300}
-# Tokens a model call may write (evaluation, RL rollouts, replay): above the
-# longest gold assistant message of the compact worlds (up to ~170 tokens of
-# the world tokenizer with skills and plans first; 96 cut 5-32 % of the golds'
-# first messages: docs/results/hat_tiny_pilot.md, fifteenth pilot).
-CALL_BUDGET = 192
-COMPACT = _scale(
-    vocab=2048,
-    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
-    | {"extra": {"mtp_num_hidden_layers": 1}},
-    world={"base_n": 2000, "prompts_n": 400, "sim_n": 2000, "copies": 1}
-    | {"prompt_format": "compact", "compact_results": True},
-    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
-    sft={"steps": 300, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    opd={"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
-    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
-    ev={"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
-    mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    replay={"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
-    | {"max_new_tokens": CALL_BUDGET},
-    est={"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
-    | {"eval": 2400, "mtp": 60, "replay": 150},
-)
-# Both SFT runs of compact also train on 4 copies of each trajectory's start
-# without its system prompt (the viewer message -> the first assistant message:
-# `data.head_copies`); without them the policy writes the majority intent for
-# every message (docs/results/hat_tiny_pilot.md, fourth pilot).
-COMPACT["sft"] = COMPACT["sft"] | {
-    "extra": (*COMPACT["sft"]["extra"], "data.head_copies=4"),
-}
-# ... and refuse golds whose assistant messages the call budget would cut.
-COMPACT["sft"]["extra"] += (f"data.call_budget={CALL_BUDGET}",)
-# compact, its base stage first trained on short look-ups (experiments.world.
-# lookup, drill form: where a from-scratch model learns to copy an argument),
-# then on the general mix with look-ups (docs/results/hat_tiny_pilot.md).
-COMPACT_DRILL = COMPACT | {
-    "drill": {
-        "config": "sft_tiny.py",
-        "arg": {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3},
-        "extra": ("data.overlong=truncate",),
-    },
-    "world": COMPACT["world"] | {"drill_n": 20000, "base_mix": "lookup"},
-    # 1,500 SFT steps: the look-up keeps improving past 700 from this base
-    # (docs/results/hat_tiny_pilot.md, ninth pilot)
-    "sft": COMPACT["sft"] | {"arg": COMPACT["sft"]["arg"] | {"steps": 1500}},
-    "est": COMPACT["est"] | {"drill": 330, "sft": 3000},
-}
-# compact_drill whose golds name each reply's plan before it (``sim.oracle.
-# reply_plan``, the world key ``reply_plan``; docs/results/hat_tiny_pilot.md,
-# eleventh pilot).
-COMPACT_PLAN = COMPACT_DRILL | {"world": COMPACT_DRILL["world"] | {"reply_plan": True}}
-# compact_plan with numbers cut in groups of up to 3 digits, each group one
-# token (``experiments.world.tokenizer.DIGITS``), 3,072 entries (~1,950 left
-# for text, as compact_plan's 2,048). Measured worse for the 4 x 128 model
-# (docs/results/hat_tiny_pilot.md, twelfth pilot).
-COMPACT_NUM = COMPACT_PLAN | {"vocab": 3072, "digits": "groups"}
-# compact_plan whose golds include slips (``sim.oracle_slips``): in 30 % of
-# the cases the first reply quotes wrong numbers, the factual_risk hook rejects
-# it and the gold reply follows; SFT trains the recovery, never the slip.
-COMPACT_SLIP = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"slips": 0.3}}
-# compact_plan whose golds load their skills before the tool calls
-# (``sim.oracle.OraclePolicy(skills_first=)``, the world key ``skills_first``):
-# the results sit right before the reply instead of ~400 tokens of skill text
-# back (docs/results/hat_tiny_pilot.md, fourteenth pilot).
-COMPACT_FIRST = COMPACT_PLAN | {"world": COMPACT_PLAN["world"] | {"skills_first": True}}
-# compact_first whose golds name the reply plan in the turn's first reasoning
-# too (the world key ``plan_first``), next to the viewer's message.
-COMPACT_PLAN_FIRST = COMPACT_FIRST | {
-    "world": COMPACT_FIRST["world"] | {"plan_first": True}
-}
-# The learnability scale (issue 16), written out in full: compact_first (the
-# look-up drill, then the general mix with look-ups; golds that name the reply
-# plan and load their skills before the tool calls) with 3,000 SFT steps in one
-# schedule: the look-up and the intent kept improving past 1,500
-# (docs/results/hat_tiny_pilot.md, fifteenth pilot).
-COMPACT_LONG = _scale(
-    vocab=2048,
-    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
-    | {"extra": {"mtp_num_hidden_layers": 1}},
-    world={"base_n": 2000, "prompts_n": 400, "sim_n": 2000, "copies": 1}
-    | {"prompt_format": "compact", "compact_results": True}
-    | {"drill_n": 20000, "base_mix": "lookup"}
-    | {"reply_plan": True, "skills_first": True},
-    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
-    sft={"steps": 3000, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    opd={"steps": 48, "batch_size": 8, "max_new_tokens": 64, "lr": 1e-4},
-    rl={"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
-    ev={"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
-    mtp={"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
-    replay={"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
-    | {"max_new_tokens": CALL_BUDGET},
-    est={"data": 15, "tok": 5, "base": 170, "sft": 6000, "opd": 60, "rl": 300}
-    | {"eval": 2400, "mtp": 60, "replay": 150, "drill": 330},
-)
-COMPACT_LONG["sft"]["extra"] += (
-    "data.head_copies=4",
-    f"data.call_budget={CALL_BUDGET}",
-)
-COMPACT_LONG["drill"] = {
-    "config": "sft_tiny.py",
-    "arg": {"steps": 700, "batch_size": 8, "seq_len": 256, "lr": 3e-3},
-    "extra": ("data.overlong=truncate",),
-}
-# compact_long's 3,000 SFT steps as two cosine cycles (a warm restart at 1,500:
-# 3e-3 then 1e-3, `optim.cycles`), the schedule of the fifteenth pilot's F4.
-COMPACT_CYCLES = COMPACT_LONG | {
-    "sft": COMPACT_LONG["sft"]
-    | {"extra": (*COMPACT_LONG["sft"]["extra"], "optim.cycles=2")}
-}
-COMPACT_CYCLES["sft"]["extra"] += ("optim.cycle_decay=0.3333333333333333",)
+# The compact scales, each one explicit (the pilot file,
+# docs/results/hat_tiny_pilot.md, has what each measured):
+#   compact            300 SFT steps on the compact world
+#   compact_drill      the look-up drill first; 1,500 SFT steps (ninth pilot)
+#   compact_plan       golds that name each reply's plan before it (``sim.oracle.
+#                      reply_plan``; eleventh pilot)
+#   compact_num        compact_plan with numbers cut in groups of up to 3 digits,
+#                      3,072 entries (measured worse; twelfth pilot)
+#   compact_slip       compact_plan with 30 % recovery golds (``sim.oracle_slips``:
+#                      a wrong first reply, rejected by factual_risk, then the gold;
+#                      thirteenth pilot)
+#   compact_first      compact_plan whose golds load their skills before the tool
+#                      calls (``skills_first``; fourteenth pilot)
+#   compact_plan_first compact_first naming the plan in the turn's first reasoning
+#                      (``plan_first``; fifteenth pilot)
+#   compact_long       compact_first with 3,000 SFT steps in one cosine (issue 16's
+#                      learnability run: sixteenth run)
+#   compact_cycles     compact_long's 3,000 steps as two cosine cycles, 3e-3 then
+#                      1e-3 (`optim.cycles`, the fifteenth pilot's F4 schedule)
+PLAN = WORLD_DRILL | {"reply_plan": True}
+FIRST = PLAN | {"skills_first": True}
+CYCLES = ("optim.cycles=2", "optim.cycle_decay=0.3333333333333333")
+COMPACT = _compact(WORLD, 300, 700)
+COMPACT_DRILL = _compact(WORLD_DRILL, 1500, 3000)
+COMPACT_PLAN = _compact(PLAN, 1500, 3000)
+COMPACT_NUM = _compact(PLAN, 1500, 3000, vocab=3072, digits="groups")
+COMPACT_SLIP = _compact(PLAN | {"slips": 0.3}, 1500, 3000)
+COMPACT_FIRST = _compact(FIRST, 1500, 3000)
+COMPACT_PLAN_FIRST = _compact(FIRST | {"plan_first": True}, 1500, 3000)
+COMPACT_LONG = _compact(FIRST, 3000, 6000)
+COMPACT_CYCLES = _compact(FIRST, 3000, 6000, sft_extra=CYCLES)
 # `make reproduce`: the paper's architecture in miniature (HYBRID). Its step
 # costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
 # layer is a second full-attention layer), so it takes fewer steps: base 128,
@@ -221,10 +218,9 @@ COMPACT_CYCLES["sft"]["extra"] += ("optim.cycle_decay=0.3333333333333333",)
 # reproduce` within 45 minutes).
 TINY = _scale(
     vocab=2048,
-    model={"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32}
-    | {"extra": HYBRID},
+    model=WIDTH_128 | {"extra": HYBRID},
     world={"base_n": 2000, "prompts_n": 200, "sim_n": 200, "copies": 1},
-    base={"steps": 128, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+    base=BASE,
     sft={"steps": 100, "batch_size": 2, "seq_len": 2560, "lr": 3e-3},
     opd={"steps": 16, "batch_size": 4, "max_new_tokens": 48, "lr": 1e-4},
     rl={"steps": 2, "tasks": 1, "group": 4, "max_new_tokens": 96},
@@ -235,22 +231,14 @@ TINY = _scale(
     est={"data": 4, "tok": 4, "base": 220, "sft": 180, "opd": 20, "rl": 50}
     | {"eval": 45, "mtp": 40, "replay": 200},
 )
-SCALES = {
-    "tiny": TINY,
-    "compact": COMPACT,
-    "compact_drill": COMPACT_DRILL,
-    "compact_plan": COMPACT_PLAN,
-    "compact_num": COMPACT_NUM,
-    "compact_slip": COMPACT_SLIP,
-    "compact_first": COMPACT_FIRST,
-    "compact_plan_first": COMPACT_PLAN_FIRST,
-    "compact_long": COMPACT_LONG,
-    "compact_cycles": COMPACT_CYCLES,
-    "dense": DENSE,
+
+
+def _micro(model_extra: dict | None, layers: int) -> dict:
     # base and sft share shapes: compiled once (the driver's XLA cache)
-    "micro": _scale(
+    model = {"layers": layers, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32}
+    return _scale(
         vocab=512,
-        model={"layers": 1, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32},
+        model=model | ({"extra": model_extra} if model_extra else {}),
         world={"base_n": 16, "prompts_n": 8, "sim_n": 8, "copies": 1},
         # 4,096: the markdown prompt is ~2,200 tokens of this 512-token BPE (at
         # 512 every trajectory was cut before its first trained token)
@@ -264,11 +252,23 @@ SCALES = {
         | {"max_new_tokens": 4},
         est={"data": 3, "tok": 1, "base": 10, "sft": 10, "opd": 15, "rl": 15}
         | {"eval": 20, "mtp": 10, "replay": 10},
-    ),
-}
-SCALES["micro_hybrid"] = SCALES["micro"] | {
-    "model": {"layers": 2, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32}
-    | {"extra": MICRO_HYBRID},
+    )
+
+
+SCALES = {
+    "tiny": TINY,
+    "compact": COMPACT,
+    "compact_drill": COMPACT_DRILL,
+    "compact_plan": COMPACT_PLAN,
+    "compact_num": COMPACT_NUM,
+    "compact_slip": COMPACT_SLIP,
+    "compact_first": COMPACT_FIRST,
+    "compact_plan_first": COMPACT_PLAN_FIRST,
+    "compact_long": COMPACT_LONG,
+    "compact_cycles": COMPACT_CYCLES,
+    "dense": DENSE,
+    "micro": _micro(None, 1),  # the driver's tests
+    "micro_hybrid": _micro(MICRO_HYBRID, 2),
 }
 
 
