@@ -6,8 +6,8 @@ evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
 ``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``,
 ``compact_long`` (issue 16: measured, short of the target), ``compact_cycles``,
-``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests). Runs: see
-``experiments.driver.hat_pipeline``.
+``compact_copy``, ``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests).
+Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
 
@@ -145,12 +145,14 @@ EST = {"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
 EST |= {"eval": 2400, "mtp": 60, "replay": 150}
 
 
-def _compact(world: dict, sft_steps: int, est_sft: int, **more) -> dict:
-    """A compact scale: the 4 x 128 dense model on `world` (a drill with
-    WORLD_DRILL), SFT for `sft_steps`, the shared later stages."""
+def _compact(world: dict, sft_steps: int, est_sft: int, drill=700, **more) -> dict:
+    """A compact scale: the 4 x 128 dense model on `world` (with WORLD_DRILL, a
+    look-up drill of `drill` steps first), SFT for `sft_steps`, the shared
+    later stages."""
+    est = EST | {"sft": est_sft}
     if "drill_n" in world:
-        more = {"drill": DRILL} | more
-    est = EST | {"sft": est_sft} | ({"drill": 330} if "drill_n" in world else {})
+        more = {"drill": DRILL | {"steps": drill}} | more
+        est |= {"drill": round(330 * drill / 700)}
     return _scale(
         vocab=more.pop("vocab", 2048),
         model=DENSE_MTP,
@@ -199,6 +201,9 @@ DENSE = _scale(
 #                      learnability run: sixteenth run)
 #   compact_cycles     compact_long's 3,000 steps as two cosine cycles, 3e-3 then
 #                      1e-3 (`optim.cycles`, the fifteenth pilot's F4 schedule)
+#   compact_copy       compact_cycles with a 2,100-step drill: the copy forms in
+#                      the drill at ~1,100-1,300 steps, after 700 had ended
+#                      (seventeenth run)
 PLAN = WORLD_DRILL | {"reply_plan": True}
 FIRST = PLAN | {"skills_first": True}
 CYCLES = ("optim.cycles=2", "optim.cycle_decay=0.3333333333333333")
@@ -211,6 +216,7 @@ COMPACT_FIRST = _compact(FIRST, 1500, 3000)
 COMPACT_PLAN_FIRST = _compact(FIRST | {"plan_first": True}, 1500, 3000)
 COMPACT_LONG = _compact(FIRST, 3000, 6000)
 COMPACT_CYCLES = _compact(FIRST, 3000, 6000, sft_extra=CYCLES)
+COMPACT_COPY = _compact(FIRST, 3000, 6000, drill=2100, sft_extra=CYCLES)
 # `make reproduce`: the paper's architecture in miniature (HYBRID). Its step
 # costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
 # layer is a second full-attention layer), so it takes fewer steps: base 128,
@@ -266,6 +272,7 @@ SCALES = {
     "compact_plan_first": COMPACT_PLAN_FIRST,
     "compact_long": COMPACT_LONG,
     "compact_cycles": COMPACT_CYCLES,
+    "compact_copy": COMPACT_COPY,
     "dense": DENSE,
     "micro": _micro(None, 1),  # the driver's tests
     "micro_hybrid": _micro(MICRO_HYBRID, 2),

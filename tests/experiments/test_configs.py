@@ -179,3 +179,20 @@ def test_compact_cycles_is_compact_long_with_a_warm_restart(tmp_path):
     assert a.optim.total_steps == b.optim.total_steps == 3000
     b.optim.cycles, b.optim.cycle_decay = 1, 1.0
     assert a.to_dict() == b.to_dict()
+
+
+def test_compact_copy_is_compact_cycles_with_a_longer_drill(tmp_path):
+    """scale=compact_copy: the look-up drill runs 2,100 steps (the copy formed at
+    ~1,100-1,300 in the seventeenth run); the rest is compact_cycles."""
+    from experiments.configs.hat_tiny import SCALES
+
+    copy, cycles = SCALES["compact_copy"], SCALES["compact_cycles"]
+    assert copy["drill"]["arg"]["steps"] == 2100
+    assert cycles["drill"]["arg"]["steps"] == 700
+    rest = {k: v for k, v in copy.items() if k not in ("drill", "est")}
+    assert rest == {k: v for k, v in cycles.items() if k not in ("drill", "est")}
+    runs, _ = load_runs(f"{CONFIG_DIR / 'hat_tiny.py'}:scale=compact_copy", tmp_path)
+    from experiments.driver.steps import stage_config
+
+    drill = stage_config(runs[0].by_name["drill"].spec)
+    assert (drill.train.steps, drill.optim.total_steps) == (2100, 2100)
