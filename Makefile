@@ -59,16 +59,19 @@ reproduce: $(STAMP) assets
 reproduce-ablation: $(STAMP) assets
 	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
 
-# The tiny world sized to learn (issue 16): scale compact_long of the same
-# config (compact harness, thousands of golds, 3,000 SFT steps, every suite at
-# full size), two runs at a time on one core each; the progress display's ETA
-# is ~8 h on 2 cores (not yet measured end to end). Rerun after a stop: it
-# resumes from the finished steps and the last checkpoint (every 50 SFT steps).
-LONG_ROOT := runs/hat_tiny_long
+# The tiny world sized to learn (issue 16): scale compact_copy of the same
+# config (compact harness, thousands of golds, a 2,100-step look-up drill, 3,000
+# SFT steps in two cosine cycles, every suite at full size), two runs at a time
+# on one core each; the progress display's ETA is ~8 h on 2 cores (not yet
+# measured end to end). Rerun after a stop: it resumes from the finished steps
+# and the last checkpoint (every 50 SFT steps). LONG_SCALE=compact_long gives
+# the sixteenth run's scale (its drill ended before the copy formed).
+LONG_SCALE := compact_copy
+LONG_ROOT := runs/hat_tiny_$(subst compact_,,$(LONG_SCALE))
 LONG_WORKERS := $(if $(filter 1,$(shell nproc)),,--workers 2 --pin-cores)
 .PHONY: reproduce-long
 reproduce-long: $(STAMP) assets
-	$(BIN)/hat sweep --config=experiments/configs/hat_tiny.py:scale=compact_long \
+	$(BIN)/hat sweep --config=experiments/configs/hat_tiny.py:scale=$(LONG_SCALE) \
 		--root $(LONG_ROOT) --only $(MAIN_RUNS) $(LONG_WORKERS); rc=$$?; \
 	$(BIN)/hat paper $(LONG_ROOT) --out paper/out_long \
 		--results docs/results/hat_tiny_long.md && exit $$rc
