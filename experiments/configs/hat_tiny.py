@@ -201,9 +201,8 @@ DENSE = _scale(
 #                      learnability run: sixteenth run)
 #   compact_cycles     compact_long's 3,000 steps as two cosine cycles, 3e-3 then
 #                      1e-3 (`optim.cycles`, the fifteenth pilot's F4 schedule)
-#   compact_copy       compact_cycles with a 2,100-step drill: the copy forms in
-#                      the drill at ~1,100-1,300 steps, after 700 had ended
-#                      (seventeenth run)
+#   compact_copy       compact_cycles with a 2,100-step drill, long enough for the
+#                      copy to form in it (seventeenth run)
 PLAN = WORLD_DRILL | {"reply_plan": True}
 FIRST = PLAN | {"skills_first": True}
 CYCLES = ("optim.cycles=2", "optim.cycle_decay=0.3333333333333333")

@@ -182,8 +182,8 @@ def test_compact_cycles_is_compact_long_with_a_warm_restart(tmp_path):
 
 
 def test_compact_copy_is_compact_cycles_with_a_longer_drill(tmp_path):
-    """scale=compact_copy: the look-up drill runs 2,100 steps (the copy formed at
-    ~1,100-1,300 in the seventeenth run); the rest is compact_cycles."""
+    """scale=compact_copy: the look-up drill runs 2,100 steps; the rest is
+    compact_cycles."""
     from experiments.configs.hat_tiny import SCALES
 
     copy, cycles = SCALES["compact_copy"], SCALES["compact_cycles"]
