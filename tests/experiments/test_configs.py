@@ -166,8 +166,7 @@ def test_compact_cycles_is_compact_long_with_a_warm_restart(tmp_path):
     got = {}
     for scale in ("compact_long", "compact_cycles"):
         runs, _ = load_runs(f"{path}:scale={scale},run=fixed_sft", tmp_path / scale)
-        steps = {r.name: r.by_name for r in runs}["hat"]
-        got[scale] = {n: s for n, s in steps.items()}
+        got[scale] = {r.name: r.by_name for r in runs}["hat"]
     long, cyc = got["compact_long"], got["compact_cycles"]
     assert set(long) == set(cyc)
     for name in long:
