@@ -59,7 +59,7 @@ reproduce: $(STAMP) assets
 reproduce-ablation: $(STAMP) assets
 	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
 
-# The tiny world sized to learn (issue 16): scale compact_copy of the same
+# The full-size tiny world (issue 16): scale compact_copy of the same
 # config (compact harness, thousands of golds, a 2,100-step look-up drill, 3,000
 # SFT steps in two cosine cycles, every suite at full size), two runs at a time
 # on one core each; the progress display's ETA is ~8 h on 2 cores (not yet
