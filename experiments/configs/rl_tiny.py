@@ -94,7 +94,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             # "gate_accuracy" (accuracy counts only when effectiveness > 0) or
             # "gate_success" (accuracy counts only on a success, the headline)
             "shaping": "gate_success",
-            "on_mismatch": "skip",  # or "splice" (rl_batch docstring)
+            # a sampled run that does not re-render to the same ids: "splice_last"
+            # trains the last one (exact), "skip" none, "splice" all (rl_batch)
+            "on_mismatch": "splice_last",
             # most positions per episode (longer ones are cut): sim episodes are
             # 1,800-2,900 tokens
             "max_len": 3072,

@@ -16,8 +16,14 @@ re-renders parsed messages, so a stripped space or a BPE re-split changes ids)
 the run is a *mismatch*, counted in ``Episode.mismatches``, and by
 ``on_mismatch``: ``"skip"`` (default) keeps the rendered ids as context and
 trains none of them, so every trained token sees exactly the context the sampler
-saw; ``"splice"`` puts the sampled ids in place of the run and trains them (more
-tokens, but later calls then see a context that differs from their prompt).
+saw; ``"splice"`` puts the pre-fill and the sampled ids in place of the run and
+trains the sampled ones (more tokens, but later calls then see a context that
+differs from their prompt); ``"splice_last"`` splices only the episode's last
+run, which no trained token follows, so it stays exact. Sampling makes
+mismatches common and not at random: a byte-level BPE model at temperature 1
+often writes a text in a split that is not the canonical encoding of that text
+(a broken UTF-8 byte, a rare merge), mostly in poor replies; skipping every
+such reply drops much of the negative signal ``splice_last`` keeps.
 
 Segments: 1 = tool-call segment (assistant messages with tool calls), 2 = reply
 segment (the last assistant message, when it has no tool calls), other
@@ -37,7 +43,9 @@ from hat_jax.harness.trajectory import Trajectory
 from hat_jax.losses.policy import REPLY_SEGMENT, TOOL_SEGMENT
 
 __all__ = ["Episode", "episode_from_tokens", "episode_from_trajectory"]
-__all__ += ["batch_order", "episodes_to_batch"]
+__all__ += ["MISMATCH_MODES", "batch_order", "episodes_to_batch"]
+
+MISMATCH_MODES = ("skip", "splice", "splice_last")
 
 
 @dataclasses.dataclass
@@ -120,12 +128,14 @@ def episode_from_trajectory(
       fmt: tool-call format (default: ``traj.meta["fmt"]`` or ``"qwen_xml"``).
       other_segment: segment of assistant messages that are neither tool calls nor
         the final reply.
-      on_mismatch: ``"skip"`` or ``"splice"``.
+      on_mismatch: ``"skip"``, ``"splice"`` or ``"splice_last"``.
       prefill_ids: the ids the policy pre-fills after the assistant header
         (``tokenizer.encode(thinking_prefill(enable_thinking))``).
     """
-    if on_mismatch not in ("skip", "splice"):
-        raise ValueError(f"on_mismatch must be 'skip' or 'splice': {on_mismatch!r}")
+    if on_mismatch not in MISMATCH_MODES:
+        raise ValueError(
+            f"on_mismatch must be one of {MISMATCH_MODES}: {on_mismatch!r}"
+        )
     fmt = fmt or traj.meta.get("fmt", "qwen_xml")
     prefill = np.asarray(prefill_ids, np.int32)
     ids, mask = trajectory_to_tokens(traj, tokenizer, fmt=fmt)
@@ -157,8 +167,12 @@ def episode_from_trajectory(
             seg_run[p : p + n], lp_run[p : p + n] = sid, lps
         else:
             mismatches += 1
-            if on_mismatch == "splice" and gen is not None and n == len(lps) > 0:
-                rendered, seg_run, lp_run = tok, np.full(n, sid, np.int32), lps
+            last = k == len(runs) - 1
+            splice = on_mismatch == "splice" or (on_mismatch == "splice_last" and last)
+            if splice and gen is not None and n == len(lps) > 0:
+                rendered = np.r_[prefill, tok].astype(ids.dtype)
+                seg_run = np.r_[np.zeros(p, np.int32), np.full(n, sid, np.int32)]
+                lp_run = np.r_[np.zeros(p, np.float32), lps]
         out_ids.append(rendered)
         seg.append(seg_run)
         lp.append(lp_run)

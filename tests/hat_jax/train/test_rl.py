@@ -145,6 +145,57 @@ def test_mismatched_run_is_counted_then_skipped_or_spliced(tokenizer):
     assert splice.mismatches == 1
     np.testing.assert_array_equal(splice.ids[-len(sampled) - 1 : -1], sampled)
     assert (splice.segments == 2).sum() == len(sampled)
+    # the reply is the last run: splice_last trains it as splice does
+    last = episode_from_trajectory(
+        traj, tokenizer, rewards=rewards, group=0, on_mismatch="splice_last"
+    )
+    for key in ("ids", "segments", "logprobs", "loss_mask"):
+        np.testing.assert_array_equal(getattr(last, key), getattr(splice, key))
+
+
+def test_splice_last_leaves_an_earlier_mismatch_untrained(tokenizer):
+    """A mismatched tool-call run is followed by the reply: splicing it would
+    change the reply's context, so splice_last skips it and keeps the reply."""
+    traj = _traj(tokenizer)
+    sampled = tokenizer.encode("a call written some other way<|im_end|>")
+    traj.meta["generations"][0] = {"tokens": sampled, "logprobs": [-1.0] * len(sampled)}
+    rewards = dict.fromkeys(REWARDS, 0.0)
+    ep = episode_from_trajectory(
+        traj, tokenizer, rewards=rewards, group=0, on_mismatch="splice_last"
+    )
+    ids, _ = trajectory_to_tokens(traj, tokenizer)
+    np.testing.assert_array_equal(ep.ids, ids)  # nothing spliced
+    assert ep.mismatches == 1 and (ep.segments == 1).sum() == 0
+    assert (ep.segments == 2).sum() > 0
+    with pytest.raises(ValueError, match="on_mismatch"):
+        episode_from_trajectory(
+            traj, tokenizer, rewards=rewards, group=0, on_mismatch="x"
+        )
+
+
+def test_a_spliced_run_keeps_the_prefill_the_sampler_was_given(tokenizer):
+    """The sampler saw the pre-fill ids before its first sampled token: a
+    spliced run keeps them as untrained context."""
+    traj = _traj(tokenizer)
+    head = tokenizer.encode("<think>")
+    sampled = tokenizer.encode("\nno</think>\n\nother words<|im_end|>")
+    traj.meta["generations"][1] = {"tokens": sampled, "logprobs": [-1.0] * len(sampled)}
+    rewards = dict.fromkeys(REWARDS, 0.0)
+    ep = episode_from_trajectory(
+        traj,
+        tokenizer,
+        rewards=rewards,
+        group=0,
+        on_mismatch="splice_last",
+        prefill_ids=head,
+    )
+    tail = np.r_[head, sampled]
+    np.testing.assert_array_equal(ep.ids[-len(tail) - 1 : -1], tail)
+    np.testing.assert_array_equal(
+        ep.segments[-len(tail) - 1 : -1] == 2,
+        np.r_[np.zeros(len(head), bool), np.ones(len(sampled), bool)],
+    )
+    np.testing.assert_array_equal(ep.logprobs[-len(sampled) - 1 : -1], -1.0)
 
 
 def test_tokens_the_render_adds_before_the_sampled_ones_are_a_mismatch(tokenizer):
