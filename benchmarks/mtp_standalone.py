@@ -13,9 +13,11 @@ Stages (each cached in `--workdir`, so a rerun only benchmarks):
 1. data: the model's own greedy replies (`--gen-tokens` new tokens) to IFEval's
    prompts, in chat form, as trajectories; held-out prompts (the first
    `--held` of a seeded shuffle, each <= 64 tokens so one compile serves them)
-   are decoded in step 3 and never trained on.
+   are decoded in step 3 and never trained on; the replies to the last
+   `--eval-prompts` train prompts go to eval.jsonl, also untrained.
 2. head: `hat train sft` in the standalone mode (`mtp_only=True`: the trunk frozen,
-   a fresh one-layer MTP head trained on the MTP loss alone), `--steps` steps.
+   a fresh one-layer MTP head trained on the MTP loss alone), `--steps` steps;
+   its teacher-forced MTP accuracy on eval.jsonl six times (``head.heldout``).
 3. bench: plain greedy decoding (`Sampler`) against `SpeculativeSampler` with the
    trained head for each k and draft vocabulary, on the same held-out prompts,
    at batch 1 (prompt by prompt) and batch 8. Decode time excludes the prefill:
@@ -76,10 +78,17 @@ def _prompts(tok, seed: int, held: int, n_train: int):
     return [ids[i] for i in short], [(chats[i], ids[i]) for i in rest]
 
 
-def make_data(wd: Path, model, tok, train, gen_tokens: int, batch: int) -> dict:
-    """Greedy replies to the train prompts -> wd/train.jsonl and token counts."""
+def make_data(
+    wd: Path, model, tok, train, gen_tokens: int, batch: int, n_eval: int = 0
+) -> dict:
+    """Greedy replies to the train prompts -> wd/train.jsonl and token counts.
+
+    The replies to the last ``n_eval`` prompts go to wd/eval.jsonl instead: the
+    head's held-out teacher-forced MTP accuracy (its generalisation gap).
+    """
     out, counts_path = wd / "train.jsonl", wd / "token_counts.npy"
-    if out.exists() and counts_path.exists():
+    ev = wd / "eval.jsonl"
+    if out.exists() and counts_path.exists() and (ev.exists() or not n_eval):
         return json.loads((wd / "data.json").read_text())
     sampler, rows = Sampler(model, tok), []
     counts = np.zeros(model.config.vocab_size, np.int64)
@@ -90,31 +99,35 @@ def make_data(wd: Path, model, tok, train, gen_tokens: int, batch: int) -> dict:
         done = sampler.generate(
             [p[1] for p in part], SamplingParams(max_new_tokens=gen_tokens)
         )
-        for (chat, _), c in zip(part, done):
-            np.add.at(counts, np.asarray(c.tokens, np.int64), 1)
+        for i, (chat, _), c in zip(order[s : s + batch], part, done):
+            held = i >= len(train) - n_eval
+            if not held:  # the draft vocabulary counts training tokens only
+                np.add.at(counts, np.asarray(c.tokens, np.int64), 1)
             reply = tok.decode(c.tokens, skip_special_tokens=True)
-            rows.append(
-                {
-                    "harness_id": "ifeval",
-                    "user_message": chat[0]["content"],
-                    "messages": [*chat, {"role": "assistant", "content": reply}],
-                }
-            )
+            row = {
+                "harness_id": "ifeval",
+                "user_message": chat[0]["content"],
+                "messages": [*chat, {"role": "assistant", "content": reply}],
+            }
+            rows.append((held, row))
         el = time.perf_counter() - t0
         print(f"data: {len(rows)}/{len(train)} replies, {el:.0f} s", flush=True)
     np.save(counts_path, counts)
     meta = {
-        "prompts": len(rows),
+        "prompts": len(rows) - n_eval,
+        "eval_prompts": n_eval,
         "generated_tokens": int(counts.sum()),
         "seconds": time.perf_counter() - t0,
     }
+    write_jsonl_atomic(ev, [r for held, r in rows if held])
+    write_jsonl_atomic(out, [r for held, r in rows if not held])
     write_text_atomic(wd / "data.json", json.dumps(meta))
-    write_jsonl_atomic(out, rows)
     return meta
 
 
 def train_head(wd: Path, steps: int, batch: int, seq_len: int, lr: float) -> dict:
-    """The standalone head: `hat train sft` with the trunk frozen."""
+    """The standalone head: `hat train sft` with the trunk frozen; with
+    wd/eval.jsonl non-empty, its held-out MTP accuracy six times in the run."""
     run = wd / "head"
     if (wd / "head.json").exists():
         return json.loads((wd / "head.json").read_text())
@@ -133,11 +146,23 @@ def train_head(wd: Path, steps: int, batch: int, seq_len: int, lr: float) -> dic
         "--config.model.mtp_num_hidden_layers=1",
         "--config.data.overlong=truncate",
     ]
+    ev = wd / "eval.jsonl"
+    if ev.exists() and ev.stat().st_size:
+        every = max(steps // 6, 1)
+        cmd += [f"--config.data.eval={ev}", f"--config.train.eval_every={every}"]
+        cmd += ["--config.train.eval_batches=0"]
     print(" ".join(cmd), flush=True)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
-    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    logged = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    last = [m for m in logged if "train/loss" in m][-1]
+    heldout = [
+        {k: m[k] for k in ("step", "eval/mtp_accuracy", "eval/mtp_ce") if k in m}
+        for m in logged
+        if "eval/mtp_accuracy" in m
+    ]
     meta = {"steps": steps, "seconds": time.perf_counter() - t0, "last": last}
+    meta["heldout"] = heldout  # teacher-forced, on the eval prompts' replies
     write_text_atomic(wd / "head.json", json.dumps(meta))
     return meta
 
@@ -346,6 +371,9 @@ def main() -> None:
     ap.add_argument("--train-prompts", type=int, default=440)
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--gen-batch", type=int, default=32)
+    ap.add_argument(
+        "--eval-prompts", type=int, default=32, help="train prompts held for eval"
+    )
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--train-batch", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=1024)
@@ -363,7 +391,9 @@ def main() -> None:
     wd.mkdir(parents=True, exist_ok=True)
     base, _, tok = load_gguf(assets.path(BASE))
     held, train = _prompts(tok, args.seed, args.held, args.train_prompts)
-    data = make_data(wd, base, tok, train, args.gen_tokens, args.gen_batch)
+    data = make_data(
+        wd, base, tok, train, args.gen_tokens, args.gen_batch, args.eval_prompts
+    )
     if args.stop_after == "data":
         return
     del base
@@ -421,6 +451,15 @@ def main() -> None:
         f"{args.new} new tokens; {meta['cpu']}, {meta['cpus']} cpus; bandwidth "
         f"{max(bw.values()):.1f} GB/s -> B1 plain limit {limit:.1f} tok/s"
     )
+    if head.get("heldout"):
+        curve = ", ".join(
+            f"{h['step']}: {h['eval/mtp_accuracy']:.3f}" for h in head["heldout"]
+        )
+        print(
+            f"head MTP accuracy, train batch at the end "
+            f"{head['last'].get('train/mtp_accuracy', float('nan')):.3f}; "
+            f"held-out replies (teacher-forced) by step: {curve}"
+        )
     print(
         f"{'system':30s} {'B':>2s} {'tok/s':>7s} {'speed-up [95% CI]':>20s} "
         f"{'accept':>6s} {'len':>5s} {'per position':>18s} {'bytes model':>11s}"
