@@ -78,46 +78,84 @@ def _prompts(tok, seed: int, held: int, n_train: int):
     return [ids[i] for i in short], [(chats[i], ids[i]) for i in rest]
 
 
+def _journal(path: Path, header: dict) -> dict[int, dict]:
+    """The replies a killed data stage already wrote: {prompt index: entry}.
+
+    Line 1 is ``header`` (the settings); a journal of other settings, or a cut
+    last line, is ignored from there on (that batch is generated again).
+    """
+    done: dict[int, dict] = {}
+    if not path.exists():
+        return done
+    lines = path.read_text().splitlines()
+    try:
+        if not lines or json.loads(lines[0]) != header:
+            print(f"data: {path} holds other settings; starting over", flush=True)
+            return done
+        for line in lines[1:]:
+            e = json.loads(line)
+            done[int(e["i"])] = e
+    except (ValueError, KeyError, TypeError):
+        pass  # a line cut by the kill: what came before it stands
+    return done
+
+
 def make_data(
     wd: Path, model, tok, train, gen_tokens: int, batch: int, n_eval: int = 0
 ) -> dict:
     """Greedy replies to the train prompts -> wd/train.jsonl and token counts.
 
     The replies to the last ``n_eval`` prompts go to wd/eval.jsonl instead: the
-    head's held-out teacher-forced MTP accuracy (its generalisation gap).
+    head's held-out teacher-forced MTP accuracy (its generalisation gap). Each
+    batch's replies are appended to wd/data.partial.jsonl as it finishes, so a
+    killed stage resumes with the next batch (greedy: the same replies).
     """
     out, counts_path = wd / "train.jsonl", wd / "token_counts.npy"
-    ev = wd / "eval.jsonl"
+    ev, journal = wd / "eval.jsonl", wd / "data.partial.jsonl"
     if out.exists() and counts_path.exists() and (ev.exists() or not n_eval):
         return json.loads((wd / "data.json").read_text())
-    sampler, rows = Sampler(model, tok), []
-    counts = np.zeros(model.config.vocab_size, np.int64)
+    header = {"prompts": len(train), "gen_tokens": gen_tokens, "batch": batch}
+    done = _journal(journal, header)
+    # rewritten whole: a line cut by a kill must not run into the next one
+    kept = "".join(json.dumps(e) + "\n" for e in done.values())
+    write_text_atomic(journal, json.dumps(header) + "\n" + kept)
+    sampler = Sampler(model, tok)
     order = sorted(range(len(train)), key=lambda i: len(train[i][1]))
     t0 = time.perf_counter()
-    for s in range(0, len(order), batch):
-        part = [train[i] for i in order[s : s + batch]]
-        done = sampler.generate(
-            [p[1] for p in part], SamplingParams(max_new_tokens=gen_tokens)
-        )
-        for i, (chat, _), c in zip(order[s : s + batch], part, done):
-            held = i >= len(train) - n_eval
-            if not held:  # the draft vocabulary counts training tokens only
-                np.add.at(counts, np.asarray(c.tokens, np.int64), 1)
-            reply = tok.decode(c.tokens, skip_special_tokens=True)
-            row = {
-                "harness_id": "ifeval",
-                "user_message": chat[0]["content"],
-                "messages": [*chat, {"role": "assistant", "content": reply}],
-            }
-            rows.append((held, row))
-        el = time.perf_counter() - t0
-        print(f"data: {len(rows)}/{len(train)} replies, {el:.0f} s", flush=True)
+    with journal.open("a", encoding="utf-8") as f:
+        for s in range(0, len(order), batch):
+            idx = [i for i in order[s : s + batch] if i not in done]
+            if not idx:
+                continue
+            gen = sampler.generate(
+                [train[i][1] for i in idx], SamplingParams(max_new_tokens=gen_tokens)
+            )
+            for i, c in zip(idx, gen):
+                done[i] = {"i": i, "tokens": [int(t) for t in c.tokens]}
+                f.write(json.dumps(done[i]) + "\n")
+            f.flush()
+            el = time.perf_counter() - t0
+            print(f"data: {len(done)}/{len(train)} replies, {el:.0f} s", flush=True)
+    counts = np.zeros(model.config.vocab_size, np.int64)
+    rows: list[tuple[bool, dict]] = []
+    for i in order:
+        chat, tokens = train[i][0], done[i]["tokens"]
+        held = i >= len(train) - n_eval
+        if not held:  # the draft vocabulary counts training tokens only
+            np.add.at(counts, np.asarray(tokens, np.int64), 1)
+        reply = tok.decode(tokens, skip_special_tokens=True)
+        row = {
+            "harness_id": "ifeval",
+            "user_message": chat[0]["content"],
+            "messages": [*chat, {"role": "assistant", "content": reply}],
+        }
+        rows.append((held, row))
     np.save(counts_path, counts)
     meta = {
         "prompts": len(rows) - n_eval,
         "eval_prompts": n_eval,
         "generated_tokens": int(counts.sum()),
-        "seconds": time.perf_counter() - t0,
+        "seconds": time.perf_counter() - t0,  # this attempt's (a resumed one: less)
     }
     write_jsonl_atomic(ev, [r for held, r in rows if held])
     write_jsonl_atomic(out, [r for held, r in rows if not held])
