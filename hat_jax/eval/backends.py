@@ -45,6 +45,10 @@ class BackendOptions:
         options can be printed and saved.
       prefix_reuse: our sampler starts each call from the cache of the
         previous one (``hat_jax.sampling.prefix``); off: every prompt prefilled.
+      max_prompt_cells: our sampler's calls are cut so that rows x (padded
+        prompt length)^2 stays under this (``SamplerPolicy.max_cells``; 2^28 =
+        16 prompts of 4,096 tokens, 64 of 2,048): the prefill's memory. 0: the
+        whole batch in one call.
     """
 
     max_new_tokens: int = 256
@@ -56,6 +60,7 @@ class BackendOptions:
     timeout_s: float = 120.0
     api_key_env: str | None = None
     prefix_reuse: bool = True
+    max_prompt_cells: int = 2**28
 
 
 def load_jax_model(path_or_name: str):
@@ -94,6 +99,7 @@ def jax_policy(path_or_name: str, opts: BackendOptions) -> Policy:
         tokenizer,
         params,
         enable_thinking=opts.enable_thinking,
+        max_cells=opts.max_prompt_cells,
     )
 
 

@@ -8,9 +8,12 @@ reads `generate_measured`'s `CallStats`. The sampler is any object with
 previous one; `CallStats.cached_tokens`) or `SpeculativeSampler` (MTP drafts;
 its acceptance counts go into `CallStats`).
 
-- `max_rows` > 0 cuts a call into chunks of that many conversations (the
-  sampler's memory grows with rows x prompt length squared); chunk `c` of a call
-  seeded `s` is seeded from `(s, c)`.
+- `max_rows` > 0 cuts a call into chunks of at most that many conversations;
+  `max_cells` > 0 also caps each chunk's rows x (padded prompt length)^2, the
+  size of a prefill's attention scores per head and layer (a batch of 64
+  prompts padded to 4,096 tokens peaked at 12.6 GB; cut to 16 rows, 4.0 GB).
+  Chunks are consecutive conversations; chunk `c` of a call seeded `s` is
+  seeded from `(s, c)` whenever a call is cut (always under `max_rows`).
 - `pad_rows` pads each chunk to a power of two rows (repeating its last prompt)
   so few batch shapes are compiled; the padding rows' compute is in the times,
   not in the outputs or the acceptance counts.
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # the sampler pulls in JAX
 
 __all__ = ["SamplerPolicy", "compile_seconds"]
 
+
 _COMPILE_S = [0.0]  # seconds JAX spent tracing/lowering/compiling, process-wide
 _LISTENING = [False]
 
@@ -77,6 +81,8 @@ class SamplerPolicy(MeasuredPolicy):
       params: sampling parameters; stop tokens default to the tokenizer's.
       enable_thinking: the thinking pre-fill (`hat_jax.harness.policy`).
       max_rows: conversations per sampler call (0 = all at once).
+      max_cells: rows x padded-prompt-length^2 per sampler call (0 = no cap;
+        a single conversation always goes, whatever its length).
       pad_rows: pad each sampler call to a power of two rows.
     """
 
@@ -88,6 +94,7 @@ class SamplerPolicy(MeasuredPolicy):
         *,
         enable_thinking: bool | None = None,
         max_rows: int = 0,
+        max_cells: int = 0,
         pad_rows: bool = False,
     ):
         from hat_jax.sampling.sampler import SamplingParams
@@ -96,11 +103,13 @@ class SamplerPolicy(MeasuredPolicy):
         self.tokenizer = tokenizer or sampler.tokenizer
         if self.tokenizer is None:
             raise ValueError("SamplerPolicy needs a tokenizer")
-        if int(max_rows) < 0:
-            raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        for name, v in (("max_rows", max_rows), ("max_cells", max_cells)):
+            if int(v) < 0:
+                raise ValueError(f"{name} must be >= 0, got {v}")
         self.params = params or SamplingParams()
         self.enable_thinking = enable_thinking
-        self.max_rows, self.pad_rows = int(max_rows), bool(pad_rows)
+        self.max_rows, self.max_cells = int(max_rows), int(max_cells)
+        self.pad_rows = bool(pad_rows)
         self.calls = 0
         _listen()
 
@@ -117,23 +126,40 @@ class SamplerPolicy(MeasuredPolicy):
             return [], CallStats(batch=0, wall_s=0.0, ttft_s=[], row_decode_s=0.0,
                                  new_tokens=0)  # fmt: skip
         fmts = formats(fmt, n)
-        rows = self.max_rows or n
-        outs, stats = [], []
-        for c, i in enumerate(range(0, n, rows)):
-            sub = seed
-            if seed is not None and self.max_rows:
-                sub = int(np.random.default_rng([seed, c]).integers(2**31))
-            o, s = self._call(conversations[i : i + rows], fmts[i : i + rows], sub)
-            outs += o
-            stats.append(s)
-        return outs, CallStats.merged(stats)
-
-    def _call(self, conversations, fmts, seed) -> tuple[list[PolicyOutput], CallStats]:
         texts = [
             render_prompt(c, fmt=f, enable_thinking=self.enable_thinking)
             for c, f in zip(conversations, fmts)
         ]
         prompts = self.tokenizer.encode_batch(texts)
+        bounds = self._chunks([len(p) for p in prompts])
+        outs, stats = [], []
+        for c, (i, j) in enumerate(bounds):
+            sub = seed
+            if seed is not None and (self.max_rows or len(bounds) > 1):
+                sub = int(np.random.default_rng([seed, c]).integers(2**31))
+            o, s = self._call(prompts[i:j], sub)
+            outs += o
+            stats.append(s)
+        return outs, CallStats.merged(stats)
+
+    def _chunks(self, lengths: list[int]) -> list[tuple[int, int]]:
+        """[start, end) of each sampler call: consecutive rows, at most
+        `max_rows` of them and rows x bucket(longest)^2 <= `max_cells`."""
+        from hat_jax.sampling.sampler import _bucket  # the sampler's padding
+
+        bounds, i, n = [], 0, len(lengths)
+        while i < n:
+            j, longest = i + 1, _bucket(lengths[i], 32)
+            while j < n and (not self.max_rows or j - i < self.max_rows):
+                longest_j = max(longest, _bucket(lengths[j], 32))
+                if self.max_cells and (j + 1 - i) * longest_j**2 > self.max_cells:
+                    break
+                j, longest = j + 1, longest_j
+            bounds.append((i, j))
+            i = j
+        return bounds
+
+    def _call(self, prompts, seed) -> tuple[list[PolicyOutput], CallStats]:
         n = len(prompts)
         padded = prompts
         if self.pad_rows:

@@ -348,3 +348,52 @@ def test_sampler_policy_max_rows_splits_calls_and_seeds():
     assert both.wall_s == 2.0 and both.new_tokens == 4
     with pytest.raises(ValueError, match="max_rows"):
         SamplerPolicy(FakeSampler(), Tok(), max_rows=-1)
+
+
+def test_sampler_policy_max_cells_caps_each_calls_prefill(tiny_sampler, qwen_tokenizer):
+    """`max_cells` cuts a call into consecutive chunks with rows x bucket(longest
+    prompt)^2 <= the cap (a lone over-long prompt still goes), each chunk as long
+    as the cap allows (checked against every split by brute force); greedy
+    outputs equal the uncut call's."""
+    import itertools
+
+    from hat_jax.harness import SamplerPolicy
+    from hat_jax.sampling.sampler import _bucket
+
+    def cells(lengths):
+        return len(lengths) * max(_bucket(n, 32) for n in lengths) ** 2
+
+    pol = SamplerPolicy(tiny_sampler, qwen_tokenizer, max_cells=3 * 64**2)
+    for lengths in ([10, 40, 70, 5, 33, 64, 200, 1, 1, 1, 1], [300], [1] * 7):
+        got = pol._chunks(lengths)
+        assert got[0][0] == 0 and got[-1][1] == len(lengths)
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(got, got[1:]))
+        for i, j in got:  # within the cap, or one row; never extendable
+            assert j - i == 1 or cells(lengths[i:j]) <= pol.max_cells
+            assert j == len(lengths) or cells(lengths[i : j + 1]) > pol.max_cells
+        # greedy chunking gives the fewest calls of any split (brute force)
+        n = len(lengths)
+        fewest = min(
+            len(cuts) + 1
+            for k in range(n)
+            for cuts in itertools.combinations(range(1, n), k)
+            if all(
+                b - a == 1 or cells(lengths[a:b]) <= pol.max_cells
+                for a, b in zip((0, *cuts), (*cuts, n))
+            )
+        )
+        assert len(got) == fewest
+    pol_rows = SamplerPolicy(tiny_sampler, qwen_tokenizer, max_rows=2, max_cells=10**9)
+    assert pol_rows._chunks([5] * 5) == [(0, 2), (2, 4), (4, 5)]
+    with pytest.raises(ValueError, match="max_cells"):
+        SamplerPolicy(tiny_sampler, qwen_tokenizer, max_cells=-1)
+
+    params = SamplingParams(max_new_tokens=6)
+    lens = [len(qwen_tokenizer.encode(render_prompt(c))) for c in CONVERSATIONS]
+    counting = CountingSampler(tiny_sampler)
+    cap = _bucket(max(lens), 32) ** 2  # one row per call
+    cut = SamplerPolicy(counting, qwen_tokenizer, params, max_cells=cap)
+    outs = cut.generate(CONVERSATIONS)
+    assert [len(b) for b in counting.batches] == [1] * len(CONVERSATIONS)
+    whole = SamplerPolicy(tiny_sampler, qwen_tokenizer, params).generate(CONVERSATIONS)
+    assert [o.tokens for o in outs] == [o.tokens for o in whole]
