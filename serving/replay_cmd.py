@@ -13,6 +13,10 @@ Examples:
       --mtp 1 --mtp-head runs/hat/_steps/base-... --out runs/replay/base_head
   hat replay --trace runs/traces/poisson200.jsonl \\
       --endpoint http://127.0.0.1:8000 --concurrency 1,4 --out runs/replay/vllm
+  hat replay --trace runs/hat_tiny_copy/_steps/replay-.../trace.jsonl \\
+      --model runs/hat_tiny_copy/_steps/rl-... --prompt-format compact \\
+      --compact-results --max-new-tokens 192 --concurrency 1,4,8 --out runs/replay/again
+      (a sweep's replay step again, by hand: its trace and its world's settings)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import sys
 
 from hat_jax.cli.argtypes import count, finite, int_list
+from hat_jax.harness.spec import PROMPT_FORMATS
 from serving.replay import ReplayOptions, replay
 from serving.trace import TraceError, read_trace
 
@@ -87,16 +92,27 @@ def add_arguments(p) -> None:
         metavar="NAME",
         help="endpoint: read the API key from this variable (default HAT_API_KEY)",
     )
+    p.add_argument(
+        "--prompt-format",
+        choices=PROMPT_FORMATS,
+        help="render every session's harness in this format (default: its own)",
+    )
+    p.add_argument(
+        "--compact-results",
+        action="store_true",
+        help="tools return only the fields a task needs (the compact worlds)",
+    )
     p.add_argument("--label", default="", help="the backend's name in the table")
     p.add_argument("--out", required=True, help="output folder")
 
 
 def run(args) -> int:
     from serving.cases import trace_jobs
+    from sim.tools import SimBackend
 
     try:
         trace = read_trace(args.trace)
-        jobs = trace_jobs(trace, args.trace)
+        jobs = trace_jobs(trace, args.trace, prompt_format=args.prompt_format)
     except TraceError as e:
         print(f"invalid trace: {e}", file=sys.stderr)
         return 1
@@ -133,7 +149,10 @@ def run(args) -> int:
         except ValueError as e:
             print(f"--mtp-head {args.mtp_head}: {e}", file=sys.stderr)
             return 1
-    replay(jobs, kind, target, args.out, concurrency=levels, opts=opts)
+    tools = SimBackend(None, seed=0, compact=args.compact_results)
+    replay(
+        jobs, kind, target, args.out, concurrency=levels, opts=opts, tool_backend=tools
+    )
     print(f"wrote {args.out}/replay.json, replay.md, latency_cdf.png")
     return 0
 

@@ -187,12 +187,40 @@ def execute_run(
     return record
 
 
-def write_sweep(root: Path, spec: str, runs: list[Run]) -> None:
-    """ROOT/sweep.json: the config, its arg, the scale and the runs in order."""
+def _listed_before(path: Path, config: str, arg: str) -> set[str]:
+    """The runs an earlier ``sweep.json`` of the same config and arg listed (none
+    if it is missing, unreadable or of another config)."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(old, dict) or (old.get("config"), old.get("arg")) != (
+        config,
+        arg,
+    ):
+        return set()
+    runs = old.get("runs")
+    return {r for r in runs if isinstance(r, str)} if isinstance(runs, list) else set()
+
+
+def write_sweep(
+    root: Path, spec: str, runs: list[Run], defined: list[Run] | None = None
+) -> None:
+    """ROOT/sweep.json: the config, its arg, the scale and the runs in order.
+
+    With ``defined`` (every run the config defines; `hat sweep --only` passes
+    it), the runs an earlier sweep of the same config and arg listed stay listed
+    beside ``runs``, in the config's order: a sweep over a few runs adds them to
+    the root's list instead of hiding the others from `hat paper`.
+    """
     path, _, arg = spec.partition(":")
+    target = Path(root) / "sweep.json"
+    if defined is not None:
+        keep = {r.name for r in runs} | _listed_before(target, path, arg)
+        runs = [r for r in defined if r.name in keep]
     scales = {r.config.get("meta", {}).get("scale") for r in runs}
     pipeline.write_json(
-        Path(root) / "sweep.json",
+        target,
         {
             "config": path,
             "arg": arg,

@@ -67,7 +67,10 @@ def add_arguments(p) -> None:
         "process's CPUs (on 2 cores, two runs on one core each)",
     )
     p.add_argument(
-        "--only", type=_names, help="comma-separated run names (default: all)"
+        "--only",
+        type=_names,
+        help="comma-separated run names (default: all); ROOT/sweep.json keeps "
+        "listing the runs earlier sweeps of this config listed",
     )
     p.add_argument("--no-bars", action="store_true", help="no per-step progress bars")
     p.add_argument(
@@ -143,6 +146,7 @@ def run(args) -> int:
     )
     if not has_sweep:
         print(f"hat sweep: {args.config} has no sweep(); running its one run")
+    defined = all_runs
     if args.only:
         wanted = args.only
         unknown = sorted(set(wanted) - {r.name for r in all_runs})
@@ -164,7 +168,7 @@ def run(args) -> int:
         done = {r.name for r in all_runs if R.is_finished(r, root)}
         print_plan(all_runs, root, prog="hat sweep", finished=done)
         return 0
-    R.write_sweep(root, args.config, all_runs)
+    R.write_sweep(root, args.config, all_runs, defined)
     todo = []
     for r in all_runs:
         if R.is_finished(r, root):

@@ -67,3 +67,26 @@ def test_mtp_head_without_a_head_is_a_message(
     )
     assert replay_cmd.run(args) == 1
     assert "no MTP head" in capsys.readouterr().err
+
+
+def test_prompt_format_and_compact_results_reach_the_replay(
+    small_trace, tmp_path, monkeypatch
+):
+    """`--prompt-format` renders every job's harness in that format and
+    `--compact-results` gives the replay compact tools, as a sweep's replay
+    step does; without them, each harness's own format and full results."""
+    seen = []
+
+    def fake_replay(jobs, kind, target, out, *, concurrency, opts, tool_backend):
+        seen.append(({j.harness.layout.format for j in jobs}, tool_backend.compact))
+
+    monkeypatch.setattr(replay_cmd, "replay", fake_replay)
+    args = _args(trace=small_trace, model=tmp_path, out=tmp_path / "r")
+    assert replay_cmd.run(args) == 0
+    args = _args(trace=small_trace, model=tmp_path, out=tmp_path / "r",
+                 prompt_format="compact")  # fmt: skip
+    args.compact_results = True
+    assert replay_cmd.run(args) == 0
+    (own, full), (fmts, compact) = seen
+    assert fmts == {"compact"} and compact
+    assert own and "compact" not in own and not full

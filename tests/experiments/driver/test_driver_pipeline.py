@@ -207,3 +207,30 @@ def test_sweep_with_workers_runs_runs_in_processes(tmp_path):
         rec = json.loads((root / run / "run.json").read_text())
         assert rec["status"] == "done" and (root / run / "log.txt").exists()
     assert len(list((root / "_steps").glob("data-*"))) == 1
+
+
+def test_sweep_only_adds_to_the_listed_runs(tmp_path):
+    """`--only` adds its runs to ROOT/sweep.json in the config's order; another
+    config's (or an unreadable) sweep.json is replaced, not merged."""
+    cfg = tmp_path / "toy_cfg.py"
+    cfg.write_text(textwrap.dedent(CONFIG))
+    root = tmp_path / "root"
+    parser = argparse.ArgumentParser()
+    sweep_cmd.add_arguments(parser)
+
+    def sweep(only):
+        args = parser.parse_args(
+            ["--config", str(cfg), "--root", str(root), "--only", only]
+        )
+        args.jax_cache = ""
+        sweep_cmd.run(args)
+        return json.loads((root / "sweep.json").read_text())["runs"]
+
+    assert sweep("three") == ["three"]
+    assert sweep("one") == ["one", "three"]
+    assert sweep("three") == ["one", "three"]
+    info = json.loads((root / "sweep.json").read_text())
+    (root / "sweep.json").write_text(json.dumps(info | {"arg": "other"}))
+    assert sweep("one") == ["one"]
+    (root / "sweep.json").write_text("{not json")
+    assert sweep("three") == ["three"]
