@@ -34,6 +34,7 @@ import ml_collections
 from experiments.driver import pipeline
 from experiments.driver.progress import Progress
 from hat_jax import provenance
+from hat_jax.jsonl import read_json
 
 
 @dataclass
@@ -191,8 +192,8 @@ def _listed_before(path: Path, config: str, arg: str) -> set[str]:
     """The runs an earlier ``sweep.json`` of the same config and arg listed (none
     if it is missing, unreadable or of another config)."""
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = read_json(path)  # a regular file only: a fifo is refused, not read
+    except (OSError, ValueError):  # DataError is a ValueError
         return set()
     if not isinstance(old, dict) or (old.get("config"), old.get("arg")) != (
         config,

@@ -48,7 +48,6 @@ if TYPE_CHECKING:  # the sampler pulls in JAX
 
 __all__ = ["SamplerPolicy", "compile_seconds"]
 
-
 _COMPILE_S = [0.0]  # seconds JAX spent tracing/lowering/compiling, process-wide
 _LISTENING = [False]
 
