@@ -35,7 +35,8 @@ Per answered turn (nan when none; distributions give p50/p95/p99, mean, max):
   hooks and other (the rest of the latency); the shares sum to 1.
 
 Per model call (every call that returned, whatever its turn's status: a call is
-what vLLM calls a request; a call that raised is not recorded):
+what vLLM calls a request; a call that raised is not recorded; a batched call
+shared by several turns counts once, ``unique_calls``):
 
 - ``ttft_s``: per row, prefill (embedded) or the first streamed chunk.
 - ``tpot_s``: time per output token after the first, one value per call:
@@ -77,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from serving import cpuload, repeats
 from serving.schedule import TurnRecord
 
 SLA_S = 15.0
@@ -84,6 +86,15 @@ PCTS = (50, 95, 99)
 ANSWERED = "ok"  # the one status with a reply (module docstring)
 REPLY_FLOOR = 0.95  # table rows that answered less are flagged
 FLAG = " (!)"
+BUSY = " (busy)"  # other processes used > cpuload.BUSY_FLAG cores meanwhile
+# (column, repeats key, scale, format) of the cells given a [min, max] interval
+SPREAD = (
+    ("P50 s", "p50", 1, "{:.3f}"),
+    ("P95 s", "p95", 1, "{:.3f}"),
+    ("P99 s", "p99", 1, "{:.3f}"),
+    ("goodput", "goodput", 100, "{:.1f}"),
+    ("decode tok/s", "decode_tok_s", 1, "{:.1f}"),
+)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -108,6 +119,14 @@ def answered_latencies(records: Sequence[TurnRecord]) -> list[float]:
     return [r.latency for r in answered(records)]
 
 
+def unique_calls(records: Sequence[TurnRecord]) -> list:
+    """Every model call once, in order of first appearance. A batched call is
+    recorded by each turn whose rows it carried (the same `CallStats` object:
+    ``serving.schedule``); counting it per turn would multiply its tokens,
+    rows' TTFTs and drafts by its batch."""
+    return list({id(c): c for r in records for c in r.calls}.values())
+
+
 def summarize(
     records: Sequence[TurnRecord], spec: dict | None = None, *, slo_s: float = SLA_S
 ) -> dict:
@@ -124,7 +143,7 @@ def summarize(
     ok = answered(records)
     lat = [r.latency for r in ok]
     n = max(len(records), 1)
-    calls = [c for r in records for c in r.calls]
+    calls = unique_calls(records)
     ttft = [t for c in calls for t in c.ttft_s]
     tpot = [c.row_decode_s / (c.new_tokens - c.batch) for c in calls
             if c.new_tokens > c.batch]  # fmt: skip
@@ -173,7 +192,8 @@ def summarize(
             [r.first_token - r.arrival for r in ok if r.first_token is not None]
         ),
         "queue_s": _dist([r.queue_s for r in ok]),
-        "model_calls_per_turn": len(calls) / n,
+        # the turns' own calls (a batched call is one call of each of its turns)
+        "model_calls_per_turn": sum(len(r.calls) for r in records) / n,
         "mean_batch": sum(c.batch for c in calls) / max(len(calls), 1),
         "decode_tok_s": after_first / row_decode if row_decode > 0 else float("nan"),
         "new_tokens": sum(c.new_tokens for c in calls),
@@ -228,7 +248,18 @@ def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
         "-" if length is None else f"{length:.2f}",
         "/".join(f"{a:.2f}" for a in per_pos) or "-", s["errors"] + s["timeouts"],
     ]  # fmt: skip
-    return [fmt.format(v) for (_, fmt), v in zip(COLUMNS, values)]
+    cells = [fmt.format(v) for (_, fmt), v in zip(COLUMNS, values)]
+    for column, name, scale, fmt in SPREAD:  # [min, max] over the repeats
+        iv = repeats.interval(s, name)
+        if iv is not None:
+            i = [c for c, _ in COLUMNS].index(column)
+            cells[i] += " [" + ", ".join(fmt.format(scale * x) for x in iv) + "]"
+    block = s.get("repeats") or {}
+    busy = [x for x in (block.get("values") or {}).get("foreign_cpu_cores", ())
+            if isinstance(x, float)]  # fmt: skip
+    if busy and max(busy) > cpuload.BUSY_FLAG:
+        cells[0] += BUSY
+    return cells
 
 
 def table_notes(rows: Sequence[list[str]], slo_s: float = SLA_S) -> list[str]:
@@ -245,6 +276,21 @@ def table_notes(rows: Sequence[list[str]], slo_s: float = SLA_S) -> list[str]:
         notes.append(
             f"(!) answered fewer than {REPLY_FLOOR:.0%} of its messages; its "
             f"percentiles leave the unanswered ones out: {', '.join(flagged)}."
+        )
+    if any(" [" in cell for r in rows for cell in r):
+        notes.append(
+            "x [lo, hi]: the median over the level's repeats and their least and "
+            "greatest value (with R repeats [lo, hi] holds the median of the "
+            "repeat distribution with probability 1 - 2^(1-R): 75 % at 3, 93.8 % "
+            "at 5)."
+        )
+    busy = [f"{r[0].removesuffix(BUSY)} c={r[1]}" for r in rows if r[0].endswith(BUSY)]
+    if busy:
+        notes.append(
+            f"(busy) other processes kept more than {cpuload.BUSY_FLAG:g} cores busy "
+            "during a repeat: its times are not the model's alone: "
+            + ", ".join(busy)
+            + "."
         )
     mtp = [c for c, _ in COLUMNS].index("MTP acc.")
     if any(r[mtp] != "-" for r in rows):

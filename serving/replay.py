@@ -27,7 +27,7 @@ from typing import Any
 from hat_jax.endpoint import PolicyError, api_key_from_env
 from hat_jax.jsonl import write_text_atomic
 from hat_jax.printable import shown
-from serving import metrics, prom
+from serving import cpuload, metrics, prom, repeats
 from serving.cases import Job
 from serving.policies import embedded_policy, endpoint_policy, served_model
 from serving.schedule import TurnRecord, run_real, run_virtual
@@ -53,6 +53,8 @@ class ReplayOptions:
       tool_latency_ms, tool_latency_sigma: a modelled delay per backend tool
         call, lognormal with this median and log-sd (``serving.toollatency``);
         0 ms: none (the simulator's tools answer at once).
+      repeats: how many times each level is replayed; its summary is the
+        median over them, with [min, max] intervals (``serving.repeats``).
     """
 
     max_new_tokens: int = 128
@@ -65,12 +67,13 @@ class ReplayOptions:
     closed_loop: bool = False
     tool_latency_ms: float = 0.0
     tool_latency_sigma: float = 0.0
+    repeats: int = 1
 
     def __post_init__(self):
-        if self.max_new_tokens < 1 or self.mtp_k < 0:
+        if self.max_new_tokens < 1 or self.mtp_k < 0 or self.repeats < 1:
             raise ValueError(
-                f"need max_new_tokens >= 1 and mtp_k >= 0, got "
-                f"{self.max_new_tokens} and {self.mtp_k}"
+                f"need max_new_tokens >= 1, mtp_k >= 0 and repeats >= 1, got "
+                f"{self.max_new_tokens}, {self.mtp_k} and {self.repeats}"
             )
         for name in ("timeout_s", "time_scale"):
             value = getattr(self, name)
@@ -159,10 +162,44 @@ def _noted(errors: list[str], fails: type, read: Callable[..., Any], *args) -> A
         return None
 
 
-def _record(r: TurnRecord) -> dict[str, Any]:
-    d = dataclasses.asdict(r)
-    d.update(latency=r.latency, queue_s=r.queue_s)
-    return d
+def _records(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:
+    """The turns as JSON; each call carries ``call``, its index in the level's
+    `metrics.unique_calls`: a batched call appears in every turn it served,
+    with one index (sum over distinct indices, not over turns)."""
+    index = {id(c): i for i, c in enumerate(metrics.unique_calls(records))}
+    out = []
+    for r in records:
+        d = dataclasses.asdict(r)
+        d.update(latency=r.latency, queue_s=r.queue_s)
+        for c, row in zip(r.calls, d["calls"]):
+            row["call"] = index[id(c)]
+        out.append(d)
+    return out
+
+
+def _one_repeat(runner, read_spec, jobs, tools, c, spec_errors):
+    """One pass of the trace at concurrency ``c``: (records, spec counts or
+    None, cores other processes used meanwhile)."""
+    read = read_spec or (lambda: None)
+    before = _noted(spec_errors, PolicyError, read)
+    cpu0 = cpuload.snapshot()
+    records = runner(jobs, tools, c)
+    busy = cpuload.foreign_cores(cpu0, cpuload.snapshot())
+    after = _noted(spec_errors, PolicyError, read)
+    spec = _noted(spec_errors, ValueError, prom.spec_delta, before, after)
+    return records, spec, busy
+
+
+def _print_repeat(label, c, rep, n, records, s, busy) -> None:
+    lat = s["latency_s"]
+    which = f" repeat {rep + 1}/{n}" if n > 1 else ""
+    other = "" if busy is None else f", other processes {busy:.2f} cores"
+    print(
+        f"[{label} c={c}{which}] {len(records)} msgs, {s['answered']}/"
+        f"{len(records)} answered, P50 {lat['p50']:.3f}s P95 {lat['p95']:.3f}s "
+        f"(answered) errors {s['errors']} timeouts {s['timeouts']}, "
+        f"{s['new_tokens']} new tokens, mean batch {s['mean_batch']:.2f}{other}"
+    )
 
 
 def replay(
@@ -190,30 +227,31 @@ def replay(
     runs, rows, curves = [], [], {}
     for c in concurrency:
         spec_errors: list[str] = []
-        read = read_spec or (lambda: None)
-        before = _noted(spec_errors, PolicyError, read)
-        records = runner(jobs, tools, c)
-        after = _noted(spec_errors, PolicyError, read)
-        spec = _noted(spec_errors, ValueError, prom.spec_delta, before, after)
-        summary = metrics.summarize(records, spec)
+        summaries, foreign, turns, pooled = [], [], [], []
+        spec_all = []
+        for rep in range(opts.repeats):
+            records, spec, busy = _one_repeat(runner, read_spec, jobs, tools, c,
+                                              spec_errors)  # fmt: skip
+            summaries.append(metrics.summarize(records, spec))
+            foreign.append(busy)
+            spec_all.append(spec)
+            turns += [{**t, "repeat": rep} for t in _records(records)]
+            pooled += metrics.answered_latencies(records)
+            _print_repeat(label, c, rep, opts.repeats, records, summaries[-1], busy)
+        summary = repeats.combine(summaries, foreign)
         runs.append(
             {
                 "concurrency": c,
                 "summary": summary,
-                "spec_counters": spec,
+                "spec_counters": spec_all[0] if opts.repeats == 1 else spec_all,
                 "spec_errors": spec_errors,
-                "turns": [_record(r) for r in records],
+                "turns": turns,
             }
         )
         rows.append(metrics.table_row(label, c, summary))
-        ok = f"{summary['answered']}/{len(records)} answered"
-        curves[f"{label} c={c} ({ok})"] = metrics.answered_latencies(records)
-        lat = summary["latency_s"]
-        print(
-            f"[{label} c={c}] {len(records)} msgs, {ok}, P50 {lat['p50']:.3f}s "
-            f"P95 {lat['p95']:.3f}s (answered) errors {summary['errors']} "
-            f"timeouts {summary['timeouts']}"
-        )
+        ok = f"{summary['answered']}/{summary['messages']} answered"
+        times = f", {opts.repeats} repeats" if opts.repeats > 1 else ""
+        curves[f"{label} c={c} ({ok}{times})"] = pooled
     result = {
         "backend": backend_kind,
         "target": str(target) if not isinstance(target, tuple) else "<in-memory>",

@@ -15,8 +15,10 @@ Examples:
       --endpoint http://127.0.0.1:8000 --concurrency 1,4 --out runs/replay/vllm
   hat replay --trace runs/hat_tiny_copy/_steps/replay-.../trace.jsonl \\
       --model runs/hat_tiny_copy/_steps/rl-... --prompt-format compact \\
-      --compact-results --max-new-tokens 192 --concurrency 1,4,8 --out runs/replay/again
-      (a sweep's replay step again, by hand: its trace and its world's settings)
+      --compact-results --max-new-tokens 192 --concurrency 1,4,8 --repeats 5 \\
+      --out runs/replay/again
+      (a sweep's replay step again, by hand: its trace and its world's settings,
+      five times per level: the median and [min, max])
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--limit", type=count(1), help="first N messages only")
     p.add_argument(
+        "--repeats",
+        type=count(1, 100),
+        default=1,
+        help="replay each level N times: the median and [min, max] over them "
+        "(one replay of the embedded backend is one draw; 5 give a ~94 %% interval)",
+    )
+    p.add_argument(
         "--timeout",
         type=finite(0, open_low=True),
         default=60.0,
@@ -130,6 +139,7 @@ def run(args) -> int:
         closed_loop=args.closed_loop,
         tool_latency_ms=args.tool_latency_ms,
         tool_latency_sigma=args.tool_latency_sigma,
+        repeats=args.repeats,
     )
     if args.api_key_env and not args.endpoint:
         print("--api-key-env needs --endpoint", file=sys.stderr)

@@ -6,7 +6,8 @@ evaluation. Scales (``SCALES``; each is described where it is defined): ``tiny``
 (default, `make reproduce`), ``compact``, ``compact_drill``, ``compact_plan``,
 ``compact_num``, ``compact_slip``, ``compact_first``, ``compact_plan_first``,
 ``compact_long`` (issue 16: measured, short of the target), ``compact_cycles``,
-``compact_copy``, ``dense``, ``micro`` / ``micro_hybrid`` (the driver's tests).
+``compact_copy``, ``compact_copy3``, ``dense``, ``micro`` / ``micro_hybrid``
+(the driver's tests).
 Runs: see ``experiments.driver.hat_pipeline``.
 
 Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
@@ -137,12 +138,13 @@ LATER = {  # the compact scales' stages after SFT, their evaluation and replay
     "rl": {"steps": 8, "tasks": 4, "group": 4, "max_new_tokens": CALL_BUDGET},
     "ev": {"limit": EVAL_LIMITS, "max_new_tokens": CALL_BUDGET, "batch_size": 64},
     "mtp": {"steps": 20, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+    # 5 replays of each level: one is one draw (serving.repeats)
     "replay": {"trace": _trace(48, rate=0.5), "concurrency": [1, 4, 8]}
-    | {"max_new_tokens": CALL_BUDGET},
+    | {"max_new_tokens": CALL_BUDGET, "repeats": 5},
 }
 # est: seconds per step measured on the 2-core CPU machine (the ETA's basis).
 EST = {"data": 15, "tok": 5, "base": 170, "sft": 700, "opd": 60, "rl": 300}
-EST |= {"eval": 2400, "mtp": 60, "replay": 150}
+EST |= {"eval": 2400, "mtp": 60, "replay": 1500}
 
 
 def _compact(world: dict, sft_steps: int, est_sft: int, drill=700, **more) -> dict:
@@ -203,6 +205,9 @@ DENSE = _scale(
 #                      1e-3 (`optim.cycles`, the fifteenth pilot's F4 schedule)
 #   compact_copy       compact_cycles with a 2,100-step drill, long enough for the
 #                      copy to form in it (seventeenth run)
+#   compact_copy3      compact_copy with a third SFT cycle (4,500 steps, peaks 3e-3,
+#                      1e-3, 3.3e-4): its first 3,000 steps are compact_copy's
+#                      (twenty-first run)
 PLAN = WORLD_DRILL | {"reply_plan": True}
 FIRST = PLAN | {"skills_first": True}
 CYCLES = ("optim.cycles=2", "optim.cycle_decay=0.3333333333333333")
@@ -216,6 +221,8 @@ COMPACT_PLAN_FIRST = _compact(FIRST | {"plan_first": True}, 1500, 3000)
 COMPACT_LONG = _compact(FIRST, 3000, 6000)
 COMPACT_CYCLES = _compact(FIRST, 3000, 6000, sft_extra=CYCLES)
 COMPACT_COPY = _compact(FIRST, 3000, 6000, drill=2100, sft_extra=CYCLES)
+CYCLES3 = ("optim.cycles=3", "optim.cycle_decay=0.3333333333333333")
+COMPACT_COPY3 = _compact(FIRST, 4500, 9000, drill=2100, sft_extra=CYCLES3)
 # `make reproduce`: the paper's architecture in miniature (HYBRID). Its step
 # costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
 # layer is a second full-attention layer), so it takes fewer steps: base 128,
@@ -272,6 +279,7 @@ SCALES = {
     "compact_long": COMPACT_LONG,
     "compact_cycles": COMPACT_CYCLES,
     "compact_copy": COMPACT_COPY,
+    "compact_copy3": COMPACT_COPY3,
     "dense": DENSE,
     "micro": _micro(None, 1),  # the driver's tests
     "micro_hybrid": _micro(MICRO_HYBRID, 2),

@@ -7,8 +7,9 @@ world's general data (``vocab``, ``model``, ``base``); otherwise ``base_model``
 ``sft``, ``opd``, ``rl`` each name a stage ``config`` file (experiments/
 configs/), its ``arg`` fields and ``extra`` overrides; ``eval`` the evaluation;
 ``est`` the expected seconds per step kind (the progress display's ETA).
-With ``replay`` (trace, concurrency, max_new_tokens) and ``mtp`` (a stage) the
-runs with RL also get a standalone MTP head and the latency replay.
+With ``replay`` (trace, concurrency, max_new_tokens, optional repeats) and
+``mtp`` (a stage) the runs with RL also get a standalone MTP head and the
+latency replay.
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ def _latency_steps(s: dict, model: str, tokenizer: str) -> dict[str, dict]:
         "est_s": est["replay"],
         **_presentation(s["world"]),
     }
+    if r.get("repeats", 1) != 1:  # one replay stays keyed as before
+        replay["repeats"] = int(r["repeats"])
     return {"mtp": mtp, "replay": replay}
 
 

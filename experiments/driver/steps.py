@@ -223,7 +223,8 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
     ``head`` donor) has no MTP head is skipped (recorded as such). A head whose
     ``replay.json`` exists is kept (`serving.replay` writes it last): an
     interrupted step resumes with the next head. ``prompt_format`` and
-    ``compact_results``: how the world shows the harness and tool results.
+    ``compact_results``: how the world shows the harness and tool results;
+    ``repeats`` (default 1): replays of each level (`serving.repeats`).
     """
     import json
 
@@ -267,7 +268,10 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             heads[name]["status"] = "skipped: the model has no MTP head"
             continue
         opts = ReplayOptions(
-            max_new_tokens=int(p["max_new_tokens"]), mtp_k=k, label=name
+            max_new_tokens=int(p["max_new_tokens"]),
+            mtp_k=k,
+            label=name,
+            repeats=int(p.get("repeats", 1)),
         )
         target = (model, tokenizer)
         run_replay(

@@ -31,6 +31,7 @@ from paper.checks import NONE, count, expect_object, label, number, objects, to_
 from paper.render import MISSING, RULE, Table
 from paper.results import Run, Sweep
 from paper.tables.registry import register, skipped_note
+from serving import repeats
 
 # head folder -> row label, in table order (experiments.driver.hat_pipeline)
 HEADS = {
@@ -52,6 +53,7 @@ SUMMARY = {
     "mtp_mean_accepted_length": (),
 }
 LEVELS = (1, 4, 8)  # the rows shown when there is no replay
+SPREAD_KEYS = ("p50", "p95", "p99", "goodput")  # shown with [lo, hi] (repeats)
 REPLY_FLOOR = 0.95  # serving.metrics.REPLY_FLOOR: rows answering less are flagged
 FLAG = " (!)"
 # The paper's figures (PAPER.md, latency): label, concurrency, then the columns
@@ -123,9 +125,34 @@ def check_replay(result: Any, path: Path) -> dict:
             block = field(summary, key, where, dict, label=at)
             for sub in subs:
                 number(block, sub, where, f"{at}.{sub}")
+        _check_repeats(summary, where, f"{name}.summary.repeats")
     options = field(result, "options", where, (dict, NONE), default=None) or {}
     count(options, "mtp_k", where, "options.mtp_k")
     return result
+
+
+def _check_repeats(summary: dict, where: str, at: str) -> None:
+    """A summary's ``repeats`` block (`serving.repeats`), when it has one: ``n``
+    a count >= 1, each shown interval null or [lo, hi] numbers with lo <= hi."""
+    block = field(summary, "repeats", where, (dict, NONE), default=None, label=at)
+    if block is None:
+        return
+    n = count(block, "n", where, f"{at}.n")
+    if n is None or n < 1:
+        raise DataError(f"{where}: field '{at}.n' must be a count >= 1")
+    iv = field(block, "interval", where, (dict, NONE), default=None, label=at)
+    for key in SPREAD_KEYS:
+        x = (iv or {}).get(key)
+        if x is None:
+            continue
+        name = f"{at}.interval.{key}"
+        if not (isinstance(x, list) and len(x) == 2):
+            raise DataError(f"{where}: field '{name}' must be [lo, hi] or null")
+        lo, hi = (to_float(v, where, name) for v in x)
+        if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) or lo > hi:
+            raise DataError(
+                f"{where}: field '{name}' must be two numbers with lo <= hi"
+            )
 
 
 def read_replays(folder: Path | None) -> tuple[dict[str, dict[int, dict]], dict]:
@@ -185,14 +212,16 @@ def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
     reply = _num(None if rate is None else 100 * rate, "{:.1f}")
     if rate is not None and not math.isnan(rate) and rate < REPLY_FLOOR:
         reply += FLAG
+    spread = _spread(s)
     return [
         name,
         str(c),
         reply,
-        _num(lat.get("p50"), "{:.3f}"),
-        _num(lat.get("p95"), "{:.3f}"),
-        _num(lat.get("p99"), "{:.3f}"),
-        _num(None if share is None else 100 * share, "{:.1f}"),
+        _num(lat.get("p50"), "{:.3f}") + spread("p50", 1, "{:.3f}"),
+        _num(lat.get("p95"), "{:.3f}") + spread("p95", 1, "{:.3f}"),
+        _num(lat.get("p99"), "{:.3f}") + spread("p99", 1, "{:.3f}"),
+        _num(None if share is None else 100 * share, "{:.1f}")
+        + spread("goodput", 100, "{:.1f}"),
         _num(s["ttft_s"].get("p50"), "{:.3f}"),
         _num(tok, "{:.1f}"),
         _num(acc, "{:.3f}"),
@@ -200,6 +229,18 @@ def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
         _num(speed, "{:.2f}×"),
         _num(s.get("distinct_replies"), "{:d}"),
     ]
+
+
+def _spread(s: dict):
+    """cell suffix " [lo, hi]" over the summary's repeats ("" for one replay)."""
+
+    def cell(key: str, scale: float, fmt: str) -> str:
+        iv = repeats.interval(s, key)
+        if iv is None:
+            return ""
+        return " [" + ", ".join(fmt.format(scale * x) for x in iv) + "]"
+
+    return cell
 
 
 def _paper_rows() -> list[list[str]]:
@@ -244,6 +285,24 @@ def latency_table(sweep: Sweep) -> Table:
         notes.append(
             f"(!) answered fewer than {REPLY_FLOOR:.0%} of its messages; its "
             f"percentiles leave the unanswered ones out: {', '.join(flagged)}."
+        )
+    n = {
+        (s.get("repeats") or {}).get("n", 1)
+        for b in replays.values()
+        for s in b.values()
+    }
+    if n - {1}:
+        notes.append(
+            "x [lo, hi]: the median over the level's repeated replays "
+            f"({'/'.join(map(str, sorted(n)))} repeats) and their least and greatest "
+            "value; with R repeats [lo, hi] holds the median of the repeat "
+            "distribution with probability 1 - 2^(1-R) (93.8 % at 5)."
+        )
+    elif replays:
+        notes.append(
+            "One replay per level: on the virtual clock the batches calls meet in "
+            "depend on measured times, and one replay can differ from the next "
+            "many-fold (docs/results/measurements.md); rerun with repeats."
         )
     if any("reply_rate" not in s for by_c in replays.values() for s in by_c.values()):
         notes.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 from flax import nnx
 
@@ -195,3 +196,31 @@ def test_compact_copy_is_compact_cycles_with_a_longer_drill(tmp_path):
 
     drill = stage_config(runs[0].by_name["drill"].spec)
     assert (drill.train.steps, drill.optim.total_steps) == (2100, 2100)
+
+
+def test_compact_copy3_continues_compact_copy_with_a_third_cycle(tmp_path):
+    """scale=compact_copy3: compact_copy's SFT with a third cycle appended. Its
+    learning rate over the first 3,000 steps is compact_copy's, step for step
+    (so compact_copy's 3,000-step checkpoint resumed to 4,500 is this run);
+    every other block is compact_copy's."""
+    from experiments.configs.hat_tiny import SCALES
+    from experiments.driver.steps import stage_config
+    from hat_jax.train.state import make_schedule
+
+    three, two = SCALES["compact_copy3"], SCALES["compact_copy"]
+    rest = {k: v for k, v in three.items() if k not in ("sft", "est")}
+    assert rest == {k: v for k, v in two.items() if k not in ("sft", "est")}
+    cfgs = []
+    for name in ("compact_copy3", "compact_copy"):
+        runs, _ = load_runs(f"{CONFIG_DIR / 'hat_tiny.py'}:scale={name}", tmp_path)
+        run = next(r for r in runs if r.name == "fixed_sft")
+        cfgs.append(stage_config(run.by_name["sft"].spec))
+    a, b = cfgs
+    assert (a.train.steps, a.optim.total_steps, a.optim.cycles) == (4500, 4500, 3)
+    steps = np.arange(0, 3000, 7)
+    lr_a, lr_b = make_schedule(a.optim), make_schedule(b.optim)
+    assert [float(lr_a(s)) for s in steps] == [float(lr_b(s)) for s in steps]
+    assert float(lr_a(3750)) < float(lr_b(2250)) / 2  # the third, lower peak
+    for c in (a, b):
+        c.train.steps = c.optim.total_steps = c.optim.cycles = 0
+    assert a.to_dict() == b.to_dict()

@@ -128,3 +128,56 @@ def test_no_replay_reads_as_dashes(sweep_root, tmp_path):
     assert all(set(r[2:]) == {"–"} for r in ours)
     assert any("has no replay" in n for n in t.notes)
     assert "no replay found" in t.caption
+
+
+def _with_repeats(root, mutate=None):
+    """The fixture's MTP-off replay rewritten as 3 repeats of each level (the
+    levels' turns shuffled between them), summarised as `serving.replay` does."""
+    from serving import repeats
+    from serving.metrics import summarize
+    from tests.paper.fake_replay import _turns
+
+    path = root / "stages" / "replay_hat" / "mtp_off" / "replay.json"
+    result = json.loads(path.read_text())
+    per_rep = {}
+    for run in result["runs"]:
+        c = run["concurrency"]
+        recs = [_turns(np.random.default_rng([9, c, r]), 0, 0.01, c) for r in range(3)]
+        run["summary"] = repeats.combine([summarize(x) for x in recs], [0.0] * 3)
+        if mutate:
+            mutate(run["summary"])
+        per_rep[c] = [[t.latency for t in x if t.status == "ok"] for x in recs]
+    path.write_text(json.dumps(result))
+    return per_rep
+
+
+def test_repeated_replays_show_the_median_and_its_interval(sweep_root, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    per_rep = _with_repeats(root)
+    t = get("latency")(load_sweep(root))
+    rows = {(r["MTP"], r["concurrency"]): r for r in rows_of(t)}
+    for c, lats in per_rep.items():
+        p50 = [np.percentile(x, 50) for x in lats]  # each repeat's, recomputed
+        cell = f"{np.median(p50):.3f} [{min(p50):.3f}, {max(p50):.3f}]"
+        assert rows["MTP off", str(c)]["P50 s"] == cell
+    assert any("3 repeats" in n and "1 - 2^(1-R)" in n for n in t.notes)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n": 0},
+        {"n": 3, "interval": {"p50": [2.0, 1.0]}},
+        {"n": 3, "interval": {"p95": "x"}},
+        {"n": 3, "interval": {"p99": [1, None]}},
+    ],
+)
+def test_a_lying_repeats_block_is_refused_with_its_path(sweep_root, tmp_path, bad):
+    from hat_jax.jsonl import DataError
+
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    _with_repeats(root, lambda s: s.__setitem__("repeats", bad))
+    with pytest.raises(DataError, match=r"mtp_off/replay.json: field 'runs\[0\]"):
+        get("latency")(load_sweep(root))

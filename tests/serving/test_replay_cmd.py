@@ -4,6 +4,7 @@ import argparse
 import json
 
 import chex
+import pytest
 from flax import nnx
 
 from hat_jax.checkpoints.hf import save_hf
@@ -90,3 +91,20 @@ def test_prompt_format_and_compact_results_reach_the_replay(
     (own, full), (fmts, compact) = seen
     assert fmts == {"compact"} and compact
     assert own and "compact" not in own and not full
+
+
+def test_repeats_reach_the_replay_and_zero_is_refused(
+    small_trace, tmp_path, monkeypatch
+):
+    seen = []
+
+    def fake_replay(jobs, kind, target, out, *, concurrency, opts, tool_backend):
+        seen.append(opts.repeats)
+
+    monkeypatch.setattr(replay_cmd, "replay", fake_replay)
+    for extra in ({}, {"repeats": 5}):
+        args = _args(trace=small_trace, model=tmp_path, out=tmp_path / "r", **extra)
+        assert replay_cmd.run(args) == 0
+    assert seen == [1, 5]
+    with pytest.raises(SystemExit):
+        _args(trace=small_trace, model=tmp_path, out=tmp_path / "r", repeats=0)

@@ -248,3 +248,30 @@ def test_distinct_replies_count_different_answers_of_answered_turns_only():
     for t in turns:
         t.reply = "the same sentence"  # a constant policy: one reply for all
     assert summarize(turns)["distinct_replies"] == 1
+
+
+def test_a_batched_call_shared_by_its_turns_counts_once():
+    """`serving.schedule` appends one `CallStats` to every turn whose rows it
+    carried: the summary counts each call once (tokens, TTFTs, drafts, batch)."""
+    shared = CallStats(batch=3, wall_s=2.0, ttft_s=[0.2, 0.2, 0.2], row_decode_s=5.4,
+                       new_tokens=60, prompt_tokens=300, drafts_proposed=30,
+                       drafts_accepted=12, row_verifies=30, accepted_per_pos=(12,),
+                       cached_tokens=90)  # fmt: skip
+    alone = CallStats(batch=1, wall_s=1.0, ttft_s=[0.5], row_decode_s=0.5,
+                      new_tokens=11, prompt_tokens=100)  # fmt: skip
+    turns = [TurnRecord(i, "s", 0.0, 0.0, 3.0, "ok", calls=[shared]) for i in range(3)]
+    turns[0].calls.append(alone)
+    s = summarize(turns)
+    assert s["new_tokens"] == 71 and s["prompt_tokens"] == 400
+    assert s["cached_tokens"] == 90 and s["prefix_cache_hit_rate"] == 90 / 400
+    assert s["mean_batch"] == 2.0  # (3 + 1) / 2 calls
+    assert s["ttft_s"]["p50"] == pytest.approx(np.percentile([0.2] * 3 + [0.5], 50))
+    assert s["decode_tok_s"] == pytest.approx((57 + 10) / (5.4 + 0.5))
+    assert s["mtp_acceptance_rate"] == pytest.approx(12 / 30)
+    assert s["model_calls_per_turn"] == pytest.approx(4 / 3)  # each turn's own
+    # the same records, each call its own object: counted as separate calls
+    copies = [
+        TurnRecord(i, "s", 0.0, 0.0, 3.0, "ok", calls=[CallStats(**vars(shared))])
+        for i in range(3)
+    ]
+    assert summarize(copies)["new_tokens"] == 180
