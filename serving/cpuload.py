@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system [idle iowait] irq softirq steal
-BUSY_FLAG = 0.25  # cores: a replay beside more foreign load than this is flagged
+BUSY_FLAG = 0.1  # cores: a replay beside more foreign load than this is flagged
 
 
 @dataclasses.dataclass(frozen=True)
