@@ -59,14 +59,16 @@ reproduce: $(STAMP) assets
 reproduce-ablation: $(STAMP) assets
 	$(SWEEP); rc=$$?; $(PAPER) && exit $$rc
 
-# The full-size tiny world (issue 16): scale compact_copy of the same
-# config (compact harness, thousands of golds, a 2,100-step look-up drill, 3,000
-# SFT steps in two cosine cycles, every suite at full size), two runs at a time
-# on one core each; the progress display's ETA is ~8 h on 2 cores (not yet
-# measured end to end). Rerun after a stop: it resumes from the finished steps
-# and the last checkpoint (every 50 SFT steps). LONG_SCALE=compact_long gives
-# the sixteenth run's scale (its drill ended before the copy formed).
-LONG_SCALE := compact_copy
+# The full-size tiny world (issue 16): scale compact_copy3 of the same
+# config (compact harness, thousands of golds, a 2,100-step look-up drill, 4,500
+# SFT steps in three cosine cycles, every suite at full size; its fixed-harness
+# SFT reaches 66.0 % T1 success, docs/results/hat_tiny_pilot.md, twenty-first
+# run), two runs at a time on one core each; the progress display's ETA is
+# ~10 h on 2 cores (not measured end to end). Rerun after a stop: it resumes
+# from the finished steps and the last checkpoint (every 50 SFT steps).
+# LONG_SCALE=compact_copy gives the 3,000-step world of docs/results/
+# hat_tiny_long.md (fixed SFT 54.7 %, short of the 60 % target).
+LONG_SCALE := compact_copy3
 LONG_ROOT := runs/hat_tiny_$(subst compact_,,$(LONG_SCALE))
 LONG_WORKERS := $(if $(filter 1,$(shell nproc)),,--workers 2 --pin-cores)
 .PHONY: reproduce-long
