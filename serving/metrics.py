@@ -52,7 +52,7 @@ shared by several turns counts once, ``unique_calls``):
 - ``prefix_cache_hit_rate``: prompt tokens served from the prefix cache over
   all prompt tokens (vLLM's ``prefix_cache_hits / prefix_cache_queries``);
   ``cached_tokens`` and ``prompt_tokens`` are the two sums. Embedded only
-  (None when no call counted prompt tokens; 0 with reuse off or MTP).
+  (None when no call counted prompt tokens; 0 with reuse off, or MTP on a hybrid).
 - ITL (inter-token latency) is not reported: neither backend records the time
   of each token (the embedded sampler reports chunks of 16 steps; the endpoint
   policy keeps only the first chunk's time).

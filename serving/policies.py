@@ -36,8 +36,10 @@ def embedded_policy(
     """Our JAX model, greedy (module docstring). ``mtp_k`` 0: no drafts."""
     from hat_jax.sampling import Sampler, SamplingParams, SpeculativeSampler
 
-    if mtp_k > 0:  # (no prefix reuse in speculative decoding yet)
-        sampler = SpeculativeSampler(model, tokenizer, k=mtp_k, chunk=16)
+    if mtp_k > 0:  # (prefix reuse on attention-only models; a hybrid: none)
+        sampler = SpeculativeSampler(
+            model, tokenizer, k=mtp_k, chunk=16, prefix_reuse=prefix_reuse
+        )
     else:
         sampler = Sampler(model, tokenizer, chunk=16, prefix_reuse=prefix_reuse)
     params = SamplingParams(

@@ -46,8 +46,9 @@ class ReplayOptions:
       label: the backend's name in the table.
       api_key_env: endpoint: the environment variable holding the API key
         (None: ``HAT_API_KEY`` if set); the name is kept, never the key.
-      prefix_reuse: embedded, without MTP: each call reuses the cache of the
-        prefix it shares with the previous call (as vLLM's prefix caching).
+      prefix_reuse: embedded: each call reuses the cache of the prefix it
+        shares with the previous call (as vLLM's prefix caching; with MTP the
+        trunk's and the MTP layer's, attention-only models only).
       closed_loop: ``concurrency`` clients each send their next message when
         the last is answered (the trace's times unused; ``serving.schedule``).
       tool_latency_ms, tool_latency_sigma: a modelled delay per backend tool

@@ -28,6 +28,7 @@ Dims: B batch, T positions, D model, V vocab, k drafts.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +39,9 @@ from jaxtyping import Array, Bool, Float, Int
 from hat_jax.models import CausalLM, KVCache
 from hat_jax.models.gated_deltanet import GDNState, select_state
 from hat_jax.models.layers import attention_mask, rope_tables
+from hat_jax.sampling import prefix
 from hat_jax.sampling.sampler import (
+    CallInfo,
     Completion,
     Sampler,
     SamplingParams,
@@ -186,7 +189,43 @@ def _prefill(
     hidden, cache, _ = model.hidden_states(
         tokens, positions, mask, cache=cache, prefill=True
     )
-    last_i = lengths - 1
+    return _start(
+        model, hidden, tokens, positions, lengths - 1, lengths, cache, mtp_cache,
+        draft_ids, k=k, max_new=max_new, stop=stop, prefill=True,
+    )  # fmt: skip
+
+
+def _prefill_suffix(
+    graphdef, params, tokens, starts, lengths, cache, mtp_cache, draft_ids, *,
+    k, max_new, stop, slots,
+):  # fmt: skip
+    """Prefills `tokens` [B, T] (each row's prompt from `starts`, right-padded)
+    over trunk and MTP caches that hold every row's first `starts` positions
+    (`prefix.py`; MTP slot t pairs hidden[t] with token t + 1, so it is valid
+    wherever both are the new prompt's); both caches then padded to `slots`."""
+    model = nnx.merge(graphdef, params)
+    offsets = jnp.arange(tokens.shape[1], dtype=jnp.int32)
+    positions = starts[:, None] + offsets  # [B, T]
+    mask = offsets < (lengths - starts)[:, None]
+    hidden, cache, _ = model.hidden_states(tokens, positions, mask, cache=cache)
+    state = _start(
+        model, hidden, tokens, positions, lengths - starts - 1, lengths, cache,
+        mtp_cache, draft_ids, k=k, max_new=max_new, stop=stop, prefill=False,
+    )  # fmt: skip
+    return state.replace(
+        cache=prefix.resize_kv(state.cache, slots),
+        mtp_cache=prefix.resize_kv(state.mtp_cache, slots),
+    )
+
+
+def _start(
+    model, hidden, tokens, positions, last_i, lengths, cache, mtp_cache, draft_ids,
+    *, k, max_new, stop, prefill,
+) -> SpecState:  # fmt: skip
+    """The state after a prefill of `tokens` at `positions` [B, T]: the first
+    token from `hidden` at index `last_i` [B], the MTP's first drafts; the next
+    position is `lengths` [B]."""
+    b = tokens.shape[0]
     last_h = jnp.take_along_axis(hidden, last_i[:, None, None], axis=1)  # [B, 1, D]
     last_logits = model.logits(last_h)[:, 0]  # [B, V]
     tok = _argmax(last_logits)
@@ -196,7 +235,7 @@ def _prefill(
     nxt = jnp.concatenate([tokens[:, 1:], jnp.zeros_like(tokens[:, :1])], axis=1)
     nxt = nxt.at[rows, last_i].set(tok)
     drafts, mtp_cache = _draft(
-        model, hidden, nxt, positions, last_i, mtp_cache, k, draft_ids, prefill=True
+        model, hidden, nxt, positions, last_i, mtp_cache, k, draft_ids, prefill=prefill
     )
     return SpecState(
         cache=cache,
@@ -321,6 +360,13 @@ class SpeculativeSampler(Sampler):
     verify steps per jitted loop. `draft_vocab`: token ids the drafts are chosen
     from (e.g. the most frequent tokens of the model's own outputs); the head's
     other rows are not read while drafting. None: the whole vocabulary.
+
+    `prefix_reuse=True` (attention-only models; a hybrid reuses nothing) keeps
+    each call's trunk and MTP caches for the next call, as `Sampler` does: a
+    prompt that shares r tokens with a kept row prefills from position r - 1
+    (the MTP slot before r pairs hidden[r - 1] with token r, both shared; slot
+    r - 1 needs hidden[r - 1], so it is recomputed). `last_call.reused` says
+    how many positions each row took from the cache.
     """
 
     def __init__(
@@ -332,6 +378,7 @@ class SpeculativeSampler(Sampler):
         chunk: int = 32,
         cache_dtype=None,
         draft_vocab=None,
+        prefix_reuse: bool = False,
     ):
         if getattr(model, "mtp", None) is None:
             raise ValueError("speculative decoding needs an MTP head")
@@ -339,11 +386,17 @@ class SpeculativeSampler(Sampler):
         self.hybrid = any(t != "full_attention" for t in model.config.layer_types)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        super().__init__(model, tokenizer, chunk=chunk, cache_dtype=cache_dtype)
+        super().__init__(
+            model,
+            tokenizer,
+            chunk=chunk,
+            cache_dtype=cache_dtype,
+            prefix_reuse=prefix_reuse and not self.hybrid,
+        )
         self.k = k
         self.stats: SpecStats | None = None
         cfg = model.config
-        n_mtp = len(model.mtp.layers)
+        n_mtp = self._n_mtp = len(model.mtp.layers)
         self._init_mtp_cache = lambda b, s, dt: [
             tuple(
                 jnp.zeros((b, s, cfg.num_key_value_heads, cfg.head_dim), dt)
@@ -355,6 +408,9 @@ class SpeculativeSampler(Sampler):
             _prefill,
             static_argnames=("k", "max_new", "stop"),
             donate_argnames=("cache", "mtp_cache"),
+        )
+        self._jit_spec_suffix = jax.jit(  # (caches not donated: they change size)
+            _prefill_suffix, static_argnames=("k", "max_new", "stop", "slots")
         )
         self._jit_verify = jax.jit(
             _verify_chunk,
@@ -384,22 +440,48 @@ class SpeculativeSampler(Sampler):
         # room for the last verify step's k drafts past the final token
         slots = _bucket(plen + sp.max_new_tokens + self.k + 1, 64)
         pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
-        tokens = np.full((b, plen), pad, np.int32)
-        for i, p in enumerate(prompts):
-            tokens[i, : len(p)] = p
         stop = tuple(sp.stop_ids)
-        state = self._jit_spec_prefill(
-            self.graphdef,
-            self.params,
-            jnp.asarray(tokens),
-            jnp.asarray(lengths),
-            self._init_cache(b, slots, self.cache_dtype),
-            self._init_mtp_cache(b, slots, self.cache_dtype),
-            draft_ids=self.draft_ids,
-            k=self.k,
-            max_new=sp.max_new_tokens,
-            stop=stop,
-        )
+        t0 = time.perf_counter()
+        reuse = self._plan(prompts, lengths, plen)
+        spec = dict(draft_ids=self.draft_ids, k=self.k, max_new=sp.max_new_tokens)
+        if reuse.any():
+            src, n_trunk = self._src, len(self._kept.cache) - self._n_mtp
+            both = prefix.gather(
+                self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
+            )
+            self._kept = None  # the new call's caches replace the kept ones
+            tokens = np.full((b, _bucket(int((lengths - reuse).max()), 32)), pad)
+            for i, p in enumerate(prompts):
+                tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]
+            state = self._jit_spec_suffix(
+                self.graphdef,
+                self.params,
+                jnp.asarray(tokens, jnp.int32),
+                jnp.asarray(reuse),
+                jnp.asarray(lengths),
+                both[:n_trunk],
+                both[n_trunk:],
+                stop=stop,
+                slots=slots,
+                **spec,
+            )
+        else:
+            self._kept = None
+            tokens = np.full((b, plen), pad, np.int32)
+            for i, p in enumerate(prompts):
+                tokens[i, : len(p)] = p
+            state = self._jit_spec_prefill(
+                self.graphdef,
+                self.params,
+                jnp.asarray(tokens),
+                jnp.asarray(lengths),
+                self._init_cache(b, slots, self.cache_dtype),
+                self._init_mtp_cache(b, slots, self.cache_dtype),
+                stop=stop,
+                **spec,
+            )
+        state.done.block_until_ready()
+        t1 = time.perf_counter()
         cut = [None] * b
         while True:
             host_done = np.array(state.done)
@@ -429,7 +511,32 @@ class SpeculativeSampler(Sampler):
             1 + int(state.iters),
         )
         self.stats = self.stats_of_rows(b)
+        toks, counts = np.asarray(state.tokens), np.asarray(state.count)
+        if self.prefix_reuse:  # trunk slots < pos hold prompt + tokens but the last
+            both = list(state.cache) + list(state.mtp_cache)
+            self._kept = prefix.keep(prompts, toks, counts, both, [None] * len(both))
+        self.last_call = CallInfo(
+            rows=b,
+            prompt_tokens=int(lengths.sum()),
+            reused=tuple(int(r) for r in reuse),
+            prefill_s=t1 - t0,
+            decode_s=time.perf_counter() - t1,
+        )
         return self._completions(state, sp, cut)
+
+    def _plan(self, prompts, lengths, plen: int) -> np.ndarray:
+        """Positions per row to take from the kept caches (all 0: a fresh
+        prefill), one less than the shared prefix (class docstring); the kept
+        row of each is left in `self._src`."""
+        if not self.prefix_reuse or self._kept is None:
+            return np.zeros(len(prompts), np.int32)
+        src, shared = prefix.plan(prompts, self._kept)
+        reuse = np.maximum(shared - 1, 0).astype(np.int32)
+        # as Sampler: worth it when the longest suffix is at most half the prompt
+        if 2 * _bucket(int((lengths - reuse).max()), 32) > plen:
+            reuse[:] = 0
+        self._src = src
+        return reuse
 
     def stats_of_rows(self, rows: int) -> SpecStats:
         """The last call's totals over its first ``rows`` prompts only (a caller
