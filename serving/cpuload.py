@@ -7,6 +7,9 @@ replay therefore records, per repeat, the cores that *other* processes kept
 busy: the machine's busy CPU time (``/proc/stat``: user, nice, system, irq,
 softirq, steal) minus this process's own (``/proc/self/stat``: utime, stime,
 every thread), over the wall time. ``None`` where ``/proc`` is not there.
+``/proc/stat`` counts every CPU of the machine: in a container limited to a
+cpuset, work on CPUs the replay does not use counts too; so would processes
+this one started (none does during a replay).
 """
 
 from __future__ import annotations

@@ -109,6 +109,7 @@ def _embedded(target, opts: ReplayOptions):
     )
 
     def runner(jobs, backend, concurrency):
+        policy.sampler.forget()  # every level and repeat starts with no kept cache
         return run_virtual(
             jobs,
             policy,
@@ -164,9 +165,10 @@ def _noted(errors: list[str], fails: type, read: Callable[..., Any], *args) -> A
 
 
 def _records(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:
-    """The turns as JSON; each call carries ``call``, its index in the level's
-    `metrics.unique_calls`: a batched call appears in every turn it served,
-    with one index (sum over distinct indices, not over turns)."""
+    """One repeat's turns as JSON; each call carries ``call``, its index in the
+    repeat's `metrics.unique_calls`: a batched call appears in every turn it
+    served with one index, so sum over distinct (``repeat``, ``call``) pairs,
+    not over turns."""
     index = {id(c): i for i, c in enumerate(metrics.unique_calls(records))}
     out = []
     for r in records:
@@ -244,7 +246,7 @@ def replay(
             {
                 "concurrency": c,
                 "summary": summary,
-                "spec_counters": spec_all[0] if opts.repeats == 1 else spec_all,
+                "spec_counters": spec_all,  # per repeat
                 "spec_errors": spec_errors,
                 "turns": turns,
             }

@@ -279,6 +279,11 @@ class Sampler:
             donate_argnames=("state",),
         )
 
+    def forget(self) -> None:
+        """Drops the kept prefix cache: the next call prefills every prompt whole
+        (e.g. between repeats of a measurement, so none starts warm)."""
+        self._kept = None
+
     def update_params(self, model_or_params) -> None:
         """Swaps in new weights (e.g. after a train step) without recompiling."""
         if isinstance(model_or_params, nnx.Module):

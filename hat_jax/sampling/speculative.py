@@ -202,8 +202,11 @@ def _prefill_suffix(
     """Prefills `tokens` [B, T] (each row's prompt from `starts`, right-padded)
     over trunk and MTP caches that hold every row's first `starts` positions
     (`prefix.py`; MTP slot t pairs hidden[t] with token t + 1, so it is valid
-    wherever both are the new prompt's); both caches then padded to `slots`."""
+    wherever both are the new prompt's); both caches padded to `slots`, the
+    MTP's first (its draft steps write at up to lengths - 1 + k - 1)."""
     model = nnx.merge(graphdef, params)
+    # the first drafts' recursive steps write past the prompt's slots (k >= 2)
+    mtp_cache = prefix.resize_kv(mtp_cache, slots)
     offsets = jnp.arange(tokens.shape[1], dtype=jnp.int32)
     positions = starts[:, None] + offsets  # [B, T]
     mask = offsets < (lengths - starts)[:, None]
@@ -212,10 +215,7 @@ def _prefill_suffix(
         model, hidden, tokens, positions, lengths - starts - 1, lengths, cache,
         mtp_cache, draft_ids, k=k, max_new=max_new, stop=stop, prefill=False,
     )  # fmt: skip
-    return state.replace(
-        cache=prefix.resize_kv(state.cache, slots),
-        mtp_cache=prefix.resize_kv(state.mtp_cache, slots),
-    )
+    return state.replace(cache=prefix.resize_kv(state.cache, slots))
 
 
 def _start(
@@ -361,7 +361,8 @@ class SpeculativeSampler(Sampler):
     from (e.g. the most frequent tokens of the model's own outputs); the head's
     other rows are not read while drafting. None: the whole vocabulary.
 
-    `prefix_reuse=True` (attention-only models; a hybrid reuses nothing) keeps
+    `prefix_reuse=True` (attention-only models with one MTP layer; others
+    reuse nothing) keeps
     each call's trunk and MTP caches for the next call, as `Sampler` does: a
     prompt that shares r tokens with a kept row prefills from position r - 1
     (the MTP slot before r pairs hidden[r - 1] with token r, both shared; slot
@@ -391,7 +392,12 @@ class SpeculativeSampler(Sampler):
             tokenizer,
             chunk=chunk,
             cache_dtype=cache_dtype,
-            prefix_reuse=prefix_reuse and not self.hybrid,
+            # a hybrid's DeltaNet state after a verify step is not one after a
+            # prompt; MTP layers past the first hold draft-step values a fresh
+            # prefill leaves empty: both reuse nothing
+            prefix_reuse=prefix_reuse
+            and not self.hybrid
+            and len(model.mtp.layers) == 1,
         )
         self.k = k
         self.stats: SpecStats | None = None
@@ -442,10 +448,10 @@ class SpeculativeSampler(Sampler):
         pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
         stop = tuple(sp.stop_ids)
         t0 = time.perf_counter()
-        reuse = self._plan(prompts, lengths, plen)
+        src, reuse = self._plan(prompts, lengths, plen)
         spec = dict(draft_ids=self.draft_ids, k=self.k, max_new=sp.max_new_tokens)
         if reuse.any():
-            src, n_trunk = self._src, len(self._kept.cache) - self._n_mtp
+            n_trunk = len(self._kept.cache) - self._n_mtp
             both = prefix.gather(
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
             )
@@ -524,19 +530,19 @@ class SpeculativeSampler(Sampler):
         )
         return self._completions(state, sp, cut)
 
-    def _plan(self, prompts, lengths, plen: int) -> np.ndarray:
-        """Positions per row to take from the kept caches (all 0: a fresh
-        prefill), one less than the shared prefix (class docstring); the kept
-        row of each is left in `self._src`."""
+    def _plan(self, prompts, lengths, plen: int) -> tuple[np.ndarray, np.ndarray]:
+        """(src [B], reuse [B]): the kept row each prompt starts from and how
+        many positions it takes from the kept caches (all 0: a fresh prefill),
+        one less than the shared prefix (class docstring)."""
+        b = len(prompts)
         if not self.prefix_reuse or self._kept is None:
-            return np.zeros(len(prompts), np.int32)
+            return np.zeros(b, np.int32), np.zeros(b, np.int32)
         src, shared = prefix.plan(prompts, self._kept)
         reuse = np.maximum(shared - 1, 0).astype(np.int32)
         # as Sampler: worth it when the longest suffix is at most half the prompt
         if 2 * _bucket(int((lengths - reuse).max()), 32) > plen:
             reuse[:] = 0
-        self._src = src
-        return reuse
+        return src, reuse
 
     def stats_of_rows(self, rows: int) -> SpecStats:
         """The last call's totals over its first ``rows`` prompts only (a caller

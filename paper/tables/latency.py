@@ -133,7 +133,8 @@ def check_replay(result: Any, path: Path) -> dict:
 
 def _check_repeats(summary: dict, where: str, at: str) -> None:
     """A summary's ``repeats`` block (`serving.repeats`), when it has one: ``n``
-    a count >= 1, each shown interval null or [lo, hi] numbers with lo <= hi."""
+    a count >= 1, each shown interval null or [lo, hi] numbers with 0 <= lo <=
+    hi (hi may be inf: a repeat that answered nothing)."""
     block = field(summary, "repeats", where, (dict, NONE), default=None, label=at)
     if block is None:
         return
@@ -149,9 +150,10 @@ def _check_repeats(summary: dict, where: str, at: str) -> None:
         if not (isinstance(x, list) and len(x) == 2):
             raise DataError(f"{where}: field '{name}' must be [lo, hi] or null")
         lo, hi = (to_float(v, where, name) for v in x)
-        if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) or lo > hi:
+        bad = lo is None or hi is None or math.isnan(lo) or math.isnan(hi)
+        if bad or not 0 <= lo <= hi:
             raise DataError(
-                f"{where}: field '{name}' must be two numbers with lo <= hi"
+                f"{where}: field '{name}' must be two numbers with 0 <= lo <= hi"
             )
 
 

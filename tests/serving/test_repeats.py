@@ -32,25 +32,27 @@ def _summary(rng: random.Random) -> dict:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 6])
-def test_combine_is_the_median_of_every_number_and_min_max_of_the_key_ones(n):
+def test_combine_is_the_median_repeat_with_median_shown_numbers(n):
     rng = random.Random(n)
     sums = [_summary(rng) for _ in range(n)]
     foreign = [rng.random() for _ in range(n)]
     out = repeats.combine(sums, foreign)
-    # brute force, key by key
-    assert out["latency_s"]["p50"] == pytest.approx(
-        statistics.median(s["latency_s"]["p50"] for s in sums)
+    # the median repeat by P50 (the lower middle one), found by brute force
+    p50 = [s["latency_s"]["p50"] for s in sums]
+    below = [sum(q < p for q in p50) for p in p50]
+    middle = next(i for i in range(n) if below[i] == (n - 1) // 2)
+    assert out["repeats"]["median_repeat"] == middle
+    for key in ("answered", "status", "reply_rate", "new_tokens", "mean_batch"):
+        assert out[key] == sums[middle][key], key  # counts that belong together
+    assert (
+        out["mtp_acceptance_per_position"]
+        == (sums[middle]["mtp_acceptance_per_position"])
     )
-    assert out["answered"] == statistics.median_low(s["answered"] for s in sums)
-    assert isinstance(out["answered"], int)  # a count some repeat really had
-    assert out["status"].get("failed", 0) == statistics.median_low(
-        s["status"].get("failed", 0) for s in sums
-    )
-    for i in range(2):
-        assert out["mtp_acceptance_per_position"][i] == pytest.approx(
-            statistics.median(s["mtp_acceptance_per_position"][i] for s in sums)
-        )
-    assert out["mtp_acceptance_rate"] is None and out["errors_sample"] == ["boom"]
+    for key in ("p50", "p95", "p99"):
+        want = statistics.median(s["latency_s"][key] for s in sums)
+        assert out["latency_s"][key] == pytest.approx(want)
+    for key in ("goodput", "decode_tok_s"):
+        assert out[key] == pytest.approx(statistics.median(s[key] for s in sums))
     block = out["repeats"]
     assert block["n"] == n and block["values"]["foreign_cpu_cores"] == foreign
     for path, name in repeats.KEYS:
@@ -60,7 +62,7 @@ def test_combine_is_the_median_of_every_number_and_min_max_of_the_key_ones(n):
         got = repeats.interval(out, name)
         assert got is None if n == 1 else got == [min(vals), max(vals)]
     if n == 1:
-        assert block["confidence"] is None
+        assert block["confidence"] is None and out == {**sums[0], "repeats": block}
     else:
         # P(min <= median <= max) for n draws of a continuous distribution,
         # counted over every above/below pattern of the n draws
@@ -68,21 +70,33 @@ def test_combine_is_the_median_of_every_number_and_min_max_of_the_key_ones(n):
         assert block["confidence"] == pytest.approx(inside / 2**n)
 
 
-def test_nan_repeats_are_left_out_of_medians_and_intervals():
-    a, b = _summary(random.Random(0)), _summary(random.Random(1))
-    a["latency_s"]["p50"] = float("nan")  # a repeat that answered nothing
-    out = repeats.combine([a, b], [None, 0.1])
-    assert out["latency_s"]["p50"] == b["latency_s"]["p50"]
-    assert out["repeats"]["interval"]["p50"] == [b["latency_s"]["p50"]] * 2
-    both = repeats.combine([a, a], [None, None])
-    assert math.isnan(both["latency_s"]["p50"])
-    assert both["repeats"]["interval"]["p50"] is None
-    assert both["repeats"]["interval"]["foreign_cpu_cores"] is None
+def test_a_repeat_that_answered_nothing_counts_as_infinitely_slow():
+    a, b, c = (_summary(random.Random(i)) for i in range(3))
+    a["latency_s"] = dict.fromkeys(("p50", "p95", "p99"), float("nan"))
+    out = repeats.combine([a, b, c], [None, 0.1, 0.0])
+    p50 = sorted([b["latency_s"]["p50"], c["latency_s"]["p50"]])
+    assert out["latency_s"]["p50"] == p50[1]  # median of (x, y, inf)
+    assert out["repeats"]["interval"]["p50"] == [p50[0], math.inf]
+    assert out["repeats"]["median_repeat"] in (1, 2)
+    none = repeats.combine([a, a], [None, None])
+    assert math.isnan(none["latency_s"]["p50"])  # no repeat answered: no latency
+    assert none["repeats"]["interval"]["p50"] == [math.inf, math.inf]
+    assert none["repeats"]["interval"]["foreign_cpu_cores"] is None
 
 
 @pytest.mark.parametrize(
     "block",
-    [None, "x", {"n": "5"}, {"n": 3, "interval": {"p50": [1]}}, {"n": 3}, {"n": 1}],
+    [
+        None,
+        "x",
+        {"n": "5"},
+        {"n": 3, "interval": {"p50": [1]}},
+        {"n": 3},
+        {"n": 1},
+        {"n": True},
+        {"n": 3, "interval": [1, 2]},
+        {"n": 3, "interval": "x"},
+    ],
 )
 def test_interval_of_a_malformed_or_single_block_is_none(block):
     assert repeats.interval({"repeats": block}, "p50") is None
