@@ -35,7 +35,7 @@ def test_endpoint_replay_reads_spec_counters(tmp_path):
     assert s["mtp_acceptance_rate"] == 0.75  # 6 of 8 draft tokens per request
     assert s["mtp_mean_accepted_length"] == 1 + 6 / 4
     assert s["mtp_acceptance_per_position"] == [1.0, 0.5]  # 4 and 2 of 4 drafts
-    counts = result["runs"][0]["spec_counters"]  # 4 drafts per request
+    (counts,) = result["runs"][0]["spec_counters"]  # one repeat; 4 drafts per request
     assert counts["accepted_per_pos"] == [counts["drafts"], counts["drafts"] / 2]
     table = (tmp_path / "out" / "replay.md").read_text()
     assert "| 0.750 | 2.50 | 1.00/0.50 |" in table
