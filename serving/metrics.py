@@ -250,10 +250,9 @@ def table_row(label: str, concurrency: int, s: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
     cells = [fmt.format(v) for (_, fmt), v in zip(COLUMNS, values)]
     for column, name, scale, fmt in SPREAD:  # [min, max] over the repeats
-        iv = repeats.interval(s, name)
-        if iv is not None:
-            i = [c for c, _ in COLUMNS].index(column)
-            cells[i] += " [" + ", ".join(fmt.format(scale * x) for x in iv) + "]"
+        cells[[c for c, _ in COLUMNS].index(column)] += repeats.suffix(
+            s, name, scale, fmt
+        )
     block = s.get("repeats") or {}
     busy = [x for x in (block.get("values") or {}).get("foreign_cpu_cores", ())
             if isinstance(x, float)]  # fmt: skip

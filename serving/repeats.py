@@ -117,3 +117,11 @@ def interval(summary: dict, name: str) -> list[float] | None:
     if not (isinstance(iv, list) and len(iv) == 2 and all(_is_num(x) for x in iv)):
         return None
     return [float(iv[0]), float(iv[1])]
+
+
+def suffix(summary: dict, name: str, scale: float = 1, fmt: str = "{:.3f}") -> str:
+    """A table cell's " [lo, hi]" for a key metric ("" for one repeat)."""
+    iv = interval(summary, name)
+    if iv is None:
+        return ""
+    return " [" + ", ".join(fmt.format(scale * x) for x in iv) + "]"

@@ -85,6 +85,14 @@ class Completion:
     finish_reason: str  # "stop" | "length"
 
 
+def _rows(prompts, skip, width: int, pad: int) -> np.ndarray:
+    """[B, width] int32: row i is prompt i from position skip[i], right-padded."""
+    tokens = np.full((len(prompts), width), pad, np.int32)
+    for i, p in enumerate(prompts):
+        tokens[i, : len(p) - skip[i]] = p[skip[i] :]
+    return tokens
+
+
 def _bucket(n: int, minimum: int) -> int:
     """The next power of two >= n (at least `minimum`): few shapes, few compiles."""
     return max(minimum, 1 << (max(n, 1) - 1).bit_length())
@@ -279,6 +287,25 @@ class Sampler:
             donate_argnames=("state",),
         )
 
+    def _plan(
+        self, prompts, lengths, plen: int, *, back: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(src [B], reuse [B]): the kept row each prompt starts from and how
+        many of its positions come from the kept cache (all 0: a fresh prefill);
+        `back` positions short of the shared prefix (a cache whose slot needs
+        the token after it: MTP)."""
+        b = len(prompts)
+        if not self.prefix_reuse or self._kept is None:
+            return np.zeros(b, np.int32), np.zeros(b, np.int32)
+        src, shared = prefix.plan(prompts, self._kept)
+        reuse = np.maximum(shared - back, 0).astype(np.int32)
+        # The suffix attends to all its slots where a fresh prefill skips the
+        # upper triangle: worth it when the batch's longest suffix is at most
+        # half the padded prompt (then no part costs more than fresh).
+        if 2 * _bucket(int((lengths - reuse).max()), 32) > plen:
+            reuse[:] = 0
+        return src, reuse
+
     def forget(self) -> None:
         """Drops the kept prefix cache: the next call prefills every prompt whole
         (e.g. between repeats of a measurement, so none starts warm)."""
@@ -318,24 +345,16 @@ class Sampler:
         pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
         key = jax.random.key(sp.seed)
         sp_static = dataclasses.replace(sp, stop_strings=(), seed=0)
-        reuse = np.zeros(b, np.int32)
-        if self.prefix_reuse and self._kept is not None:
-            src, reuse = prefix.plan(prompts, self._kept)
-            t = _bucket(int((lengths - reuse).max()), 32)
-            # The suffix attends to all its slots where a fresh prefill skips the
-            # upper triangle: worth it when the batch's longest suffix is at most
-            # half the padded prompt (then no part costs more than fresh).
-            if 2 * t > plen:
-                reuse[:] = 0
+        src, reuse = self._plan(prompts, lengths, plen)
         # The new call's cache replaces the kept one, never held beside it.
         if reuse.any():
             cache = prefix.gather(
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
             )
             self._kept = None
-            tokens = np.full((b, t), pad, np.int32)
-            for i, p in enumerate(prompts):
-                tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]
+            tokens = _rows(
+                prompts, reuse, _bucket(int((lengths - reuse).max()), 32), pad
+            )
             state = self._jit_suffix(
                 self.graphdef,
                 self.params,
@@ -350,9 +369,7 @@ class Sampler:
             )
         else:
             self._kept = None
-            tokens = np.full((b, plen), pad, np.int32)
-            for i, p in enumerate(prompts):
-                tokens[i, : len(p)] = p
+            tokens = _rows(prompts, reuse, plen, pad)
             state = self._jit_prefill(
                 self.graphdef,
                 self.params,

@@ -47,6 +47,7 @@ from hat_jax.sampling.sampler import (
     SamplingParams,
     _bucket,
     _is_stop,
+    _rows,
 )
 
 
@@ -448,7 +449,8 @@ class SpeculativeSampler(Sampler):
         pad = self.tokenizer.pad_id if self.tokenizer is not None else 0
         stop = tuple(sp.stop_ids)
         t0 = time.perf_counter()
-        src, reuse = self._plan(prompts, lengths, plen)
+        # one position short: MTP slot r - 1 needs hidden[r - 1] (class docstring)
+        src, reuse = self._plan(prompts, lengths, plen, back=1)
         spec = dict(draft_ids=self.draft_ids, k=self.k, max_new=sp.max_new_tokens)
         if reuse.any():
             n_trunk = len(self._kept.cache) - self._n_mtp
@@ -456,13 +458,13 @@ class SpeculativeSampler(Sampler):
                 self._kept.cache, jnp.asarray(src), jnp.asarray(reuse > 0), slots=plen
             )
             self._kept = None  # the new call's caches replace the kept ones
-            tokens = np.full((b, _bucket(int((lengths - reuse).max()), 32)), pad)
-            for i, p in enumerate(prompts):
-                tokens[i, : len(p) - reuse[i]] = p[reuse[i] :]
+            tokens = _rows(
+                prompts, reuse, _bucket(int((lengths - reuse).max()), 32), pad
+            )
             state = self._jit_spec_suffix(
                 self.graphdef,
                 self.params,
-                jnp.asarray(tokens, jnp.int32),
+                jnp.asarray(tokens),
                 jnp.asarray(reuse),
                 jnp.asarray(lengths),
                 both[:n_trunk],
@@ -473,9 +475,7 @@ class SpeculativeSampler(Sampler):
             )
         else:
             self._kept = None
-            tokens = np.full((b, plen), pad, np.int32)
-            for i, p in enumerate(prompts):
-                tokens[i, : len(p)] = p
+            tokens = _rows(prompts, reuse, plen, pad)
             state = self._jit_spec_prefill(
                 self.graphdef,
                 self.params,
@@ -529,20 +529,6 @@ class SpeculativeSampler(Sampler):
             decode_s=time.perf_counter() - t1,
         )
         return self._completions(state, sp, cut)
-
-    def _plan(self, prompts, lengths, plen: int) -> tuple[np.ndarray, np.ndarray]:
-        """(src [B], reuse [B]): the kept row each prompt starts from and how
-        many positions it takes from the kept caches (all 0: a fresh prefill),
-        one less than the shared prefix (class docstring)."""
-        b = len(prompts)
-        if not self.prefix_reuse or self._kept is None:
-            return np.zeros(b, np.int32), np.zeros(b, np.int32)
-        src, shared = prefix.plan(prompts, self._kept)
-        reuse = np.maximum(shared - 1, 0).astype(np.int32)
-        # as Sampler: worth it when the longest suffix is at most half the prompt
-        if 2 * _bucket(int((lengths - reuse).max()), 32) > plen:
-            reuse[:] = 0
-        return src, reuse
 
     def stats_of_rows(self, rows: int) -> SpecStats:
         """The last call's totals over its first ``rows`` prompts only (a caller

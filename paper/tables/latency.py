@@ -21,6 +21,7 @@ any replay the table shows "–" rows.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,7 @@ def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
     reply = _num(None if rate is None else 100 * rate, "{:.1f}")
     if rate is not None and not math.isnan(rate) and rate < REPLY_FLOOR:
         reply += FLAG
-    spread = _spread(s)
+    spread = functools.partial(repeats.suffix, s)  # " [lo, hi]" over repeats
     return [
         name,
         str(c),
@@ -231,18 +232,6 @@ def _row(name: str, c: int, s: dict, off: dict | None) -> list[str]:
         _num(speed, "{:.2f}×"),
         _num(s.get("distinct_replies"), "{:d}"),
     ]
-
-
-def _spread(s: dict):
-    """cell suffix " [lo, hi]" over the summary's repeats ("" for one replay)."""
-
-    def cell(key: str, scale: float, fmt: str) -> str:
-        iv = repeats.interval(s, key)
-        if iv is None:
-            return ""
-        return " [" + ", ".join(fmt.format(scale * x) for x in iv) + "]"
-
-    return cell
 
 
 def _paper_rows() -> list[list[str]]:
