@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from limits import bandwidth_gbs, best_seconds, matmul_gflops
+from limits import bandwidth_gbs, dots_gbs, matmul_gflops
 
 from hat_jax import assets
 from hat_jax.checkpoints.gguf import load_gguf
@@ -80,46 +80,6 @@ def _hf(model, **kw):
             )
 
     return run
-
-
-def dots_gbs(cfg, reps: int = 8) -> float:
-    """GB/s XLA reaches on the model's own batch-1 products, nothing else: per
-    layer the seven projections (q, k, v, o, gate, up, down) chained, then the LM
-    head, all at their real shapes (weights ~0.001, so values stay finite), in one
-    jitted loop of `reps` passes, best of 5. Weight bytes / this rate is the
-    decode time XLA's dot kernels alone need at these shapes: the ceiling a JAX
-    decode can reach, beside the bandwidth limit."""
-    import jax
-    import jax.numpy as jnp
-
-    d, f, v = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
-    q, kv = (
-        cfg.num_attention_heads * cfg.head_dim,
-        cfg.num_key_value_heads * cfg.head_dim,
-    )
-    layer = [(d, q), (d, kv), (d, kv), (q, d), (d, f), (d, f), (f, d)]
-    ws = [
-        jnp.full(s, 1e-3, jnp.float32)
-        for _ in range(cfg.num_hidden_layers)
-        for s in layer
-    ]
-    head = jnp.full((v, d), 1e-3, jnp.float32)  # tied embedding [V, D], as the model
-
-    def one(x, ws, head):  # x [1, D]; the layer's data flow, without norms
-        for i in range(0, len(ws), 7):
-            wq, wk, wv, wo, wg, wu, wd = ws[i : i + 7]
-            kk, vv = x @ wk, x @ wv  # kept alive through a scalar
-            x = jnp.tanh(x + (x @ wq) @ wo + kk[:, :1] + vv[:, :1])  # stays finite
-            x = jnp.tanh(x + (jax.nn.silu(x @ wg) * (x @ wu)) @ wd)
-        return x + 1e-6 * jnp.max(x @ head.T)
-
-    fn = jax.jit(
-        lambda x, ws, head: jax.lax.fori_loop(0, reps, lambda _, x: one(x, ws, head), x)
-    )
-    x = jnp.ones((1, d), jnp.float32)
-    fn(x, ws, head).block_until_ready()
-    best = best_seconds(lambda: fn(x, ws, head).block_until_ready(), 5)
-    return reps * (sum(w.nbytes for w in ws) + head.nbytes) / best / 1e9
 
 
 def vllm_times(python: str, gguf: Path, batches: dict, new: int, reps: int):

@@ -7,7 +7,10 @@ another), so each benchmark measures what bounds it beside its own figures:
   prefill, training);
 - `bandwidth_gbs`: memory bandwidth, as a numpy copy (read + write bytes, one
   thread) and a jitted fp32 matrix-vector product over a 512 MB matrix (the
-  batch-1 decode pattern, all threads).
+  batch-1 decode pattern, all threads);
+- `dots_gbs`: the rate XLA's dot kernels reach on a model's own products at
+  M rows (M = 1: a decode step; M = k + 1: a speculative verify pass), with
+  nothing else in the step.
 
 Run from a benchmark script (`from limits import ...`; the script's folder is on
 the path).
@@ -51,3 +54,41 @@ def bandwidth_gbs(reps: int = 5) -> dict[str, float]:
     f(mat, vec).block_until_ready()
     gemv = best_seconds(lambda: f(mat, vec).block_until_ready(), reps)
     return {"copy": 2 * src.nbytes / copy / 1e9, "gemv": mat.nbytes / gemv / 1e9}
+
+
+def dots_gbs(cfg, reps: int = 8, rows: int = 1) -> float:
+    """GB/s XLA reaches on the model's own products at `rows` tokens, nothing
+    else: per layer the seven projections (q, k, v, o, gate, up, down) chained,
+    then the LM head, all at their real shapes (weights ~0.001, so values stay
+    finite), in one jitted loop of `reps` passes, best of 5. Weight bytes / this
+    rate is the time XLA's dot kernels alone need for one step of `rows` tokens
+    at these shapes: the ceiling a JAX decode (rows = 1) or verify pass can
+    reach, beside the bandwidth limit."""
+    d, f, v = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
+    q, kv = (
+        cfg.num_attention_heads * cfg.head_dim,
+        cfg.num_key_value_heads * cfg.head_dim,
+    )
+    layer = [(d, q), (d, kv), (d, kv), (q, d), (d, f), (d, f), (f, d)]
+    ws = [
+        jnp.full(s, 1e-3, jnp.float32)
+        for _ in range(cfg.num_hidden_layers)
+        for s in layer
+    ]
+    head = jnp.full((v, d), 1e-3, jnp.float32)  # tied embedding [V, D], as the model
+
+    def one(x, ws, head):  # x [M, D]; the layer's data flow, without norms
+        for i in range(0, len(ws), 7):
+            wq, wk, wv, wo, wg, wu, wd = ws[i : i + 7]
+            kk, vv = x @ wk, x @ wv  # kept alive through a scalar
+            x = jnp.tanh(x + (x @ wq) @ wo + kk[:, :1] + vv[:, :1])  # stays finite
+            x = jnp.tanh(x + (jax.nn.silu(x @ wg) * (x @ wu)) @ wd)
+        return x + 1e-6 * jnp.max(x @ head.T)
+
+    fn = jax.jit(
+        lambda x, ws, head: jax.lax.fori_loop(0, reps, lambda _, x: one(x, ws, head), x)
+    )
+    x = jnp.ones((rows, d), jnp.float32)
+    fn(x, ws, head).block_until_ready()
+    best = best_seconds(lambda: fn(x, ws, head).block_until_ready(), 5)
+    return reps * (sum(w.nbytes for w in ws) + head.nbytes) / best / 1e9

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from limits import bandwidth_gbs, matmul_gflops
+from limits import bandwidth_gbs, dots_gbs, matmul_gflops
 
 from hat_jax import assets
 from hat_jax.checkpoints.gguf import load_gguf
@@ -445,6 +445,11 @@ def main() -> None:
     vocabs = [int(w) for w in args.vocabs.split(",")]
     counts = np.load(wd / "token_counts.npy")
     parts = breakdown(model, ks, vocabs, counts)
+    # XLA's dot kernels alone at the verify pass's M = k + 1 rows vs a step's 1:
+    # what a verify costs before any of our code (the kernels' share of it)
+    dots = {
+        m: dots_gbs(model.config, rows=m) for m in sorted({1, *(k + 1 for k in ks)})
+    }
     rows, extra = bench(model, tok, held, counts, args)
     bw = bandwidth_gbs()
     nbytes = head_bytes(model)
@@ -472,6 +477,7 @@ def main() -> None:
         "head": head,
         "args": vars(args),
         "step_parts_b1": parts,
+        "xla_dots_gbs_by_rows": dots,
         **extra,
     }
     draft_ms = {(p["k"], p["vocab"]): p for p in parts if "vocab" in p}
@@ -516,6 +522,14 @@ def main() -> None:
     print("\nbatch-1 step parts, each jitted alone (best of 20):")
     for p in parts:
         print(f"  {p['part']:32s} {p['ms']:7.2f} ms  {p['x_plain']:5.2f} x plain")
+    print(
+        "XLA's products alone (weights at their real shapes, nothing else), GB/s by "
+        "rows: "
+        + ", ".join(
+            f"{m}: {g:.1f} ({dots[1] / g:.2f} x the 1-row time)"
+            for m, g in dots.items()
+        )
+    )
     print(
         "speed-up the parts allow (len x plain / (verify + drafts)), B1: "
         + ", ".join(
