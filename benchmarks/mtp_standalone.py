@@ -34,8 +34,10 @@ Stages (each cached in `--workdir`, so a rerun only benchmarks):
          --ks 1,2,3 --vocabs 0,4096 --new 128] \\
         [--out benchmarks/results/mtp_standalone.json]
 
-Time on the 2-core CPU: data ~6 min, the head ~9.5 s a step (4 x 1,024 tokens;
-150 steps ~24 min), the bench ~20 min; the results file records each stage's.
+Time on the 2-core CPU (AMD EPYC, docs/results/measurements.md): data ~6 min
+at the defaults, 31.5 min for --train-prompts 525 --gen-tokens 384; the head
+9.5-14 s a step (4 x 1,024 tokens; 150 steps 24-35 min); the bench ~25 min. The
+results file records each stage's.
 """
 
 from __future__ import annotations
@@ -398,7 +400,26 @@ def breakdown(model, ks, vocabs, counts, reps: int = 20) -> list[dict]:
             )
     for r in out:
         r["x_plain"] = r["ms"] / ms_plain
+        if "vocab" in r:  # what these costs ask of the head (batch 1)
+            cost = (r["verify_ms"] + r["ms"]) / ms_plain  # plain steps per verify
+            k = r["k"]
+            r["perfect_head_speedup"] = (k + 1) / cost  # every draft accepted
+            r["length_for_1_4x"] = 1.4 * cost
+            r["acceptance_for_1_4x"] = _acceptance_for(1.4 * cost, k)
     return out
+
+
+def _acceptance_for(length: float, k: int) -> float | None:
+    """The per-position acceptance `a` whose mean accepted length with `k`
+    drafts, 1 + a + ... + a^k (each draft accepted with probability `a` once
+    the ones before it were), equals `length`; None above k + 1 (out of reach)."""
+    if length > k + 1:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # the length grows with `a`: bisection
+        a = (lo + hi) / 2
+        lo, hi = (a, hi) if sum(a**i for i in range(k + 1)) < length else (lo, a)
+    return (lo + hi) / 2
 
 
 def main() -> None:
@@ -522,6 +543,16 @@ def main() -> None:
     print("\nbatch-1 step parts, each jitted alone (best of 20):")
     for p in parts:
         print(f"  {p['part']:32s} {p['ms']:7.2f} ms  {p['x_plain']:5.2f} x plain")
+    print("what the parts ask of the head at batch 1 (each verify + its drafts):")
+    for p in parts:
+        if "vocab" in p:
+            a = p["acceptance_for_1_4x"]
+            need = "out of reach" if a is None else f"acceptance >= {a:.2f}"
+            print(
+                f"  k={p['k']}, vocab {p['vocab'] or 'full':>5}: "
+                f"{p['perfect_head_speedup']:.2f}x with every draft accepted; 1.4x "
+                f"needs mean accepted length {p['length_for_1_4x']:.2f} ({need})"
+            )
     print(
         "XLA's products alone (weights at their real shapes, nothing else), GB/s by "
         "rows: "
