@@ -385,13 +385,7 @@ class Sampler:
         t1 = time.perf_counter()
         cut = [None] * b  # per row: generated-token count after a stop string
         while True:
-            host_done = np.array(state.done)
-            if sp.stop_strings and self.tokenizer is not None:
-                host_done = self._check_stop_strings(state, sp, cut, host_done)
-                state = state.replace(done=jnp.asarray(host_done))
-            if on_chunk is not None:
-                toks, counts = np.asarray(state.tokens), np.asarray(state.count)
-                on_chunk([toks[i, : counts[i]].tolist() for i in range(b)])
+            state, host_done = self._poll(state, sp, cut, on_chunk)
             if host_done.all() or int(state.step) >= sp.max_new_tokens:
                 break
             state = self._jit_decode(
@@ -406,14 +400,30 @@ class Sampler:
         toks, counts = np.asarray(state.tokens), np.asarray(state.count)
         if self.prefix_reuse:
             self._kept = prefix.keep(prompts, toks, counts, state.cache, states)
+        self._record_call(lengths, reuse, t0, t1)
+        return self._completions(state, sp, cut)
+
+    def _poll(self, state, sp, cut, on_chunk):
+        """Between device chunks: (state, host done [B]) after the stop strings
+        (host-side: they need the tokenizer) and the `on_chunk` callback."""
+        host_done = np.array(state.done)
+        if sp.stop_strings and self.tokenizer is not None:
+            host_done = self._check_stop_strings(state, sp, cut, host_done)
+            state = state.replace(done=jnp.asarray(host_done))
+        if on_chunk is not None:
+            toks, counts = np.asarray(state.tokens), np.asarray(state.count)
+            on_chunk([toks[i, : counts[i]].tolist() for i in range(len(cut))])
+        return state, host_done
+
+    def _record_call(self, lengths, reuse, t0: float, t1: float) -> None:
+        """`last_call` of a call that prefilled by t1 and decoded until now."""
         self.last_call = CallInfo(
-            rows=b,
+            rows=len(lengths),
             prompt_tokens=int(lengths.sum()),
             reused=tuple(int(r) for r in reuse),
             prefill_s=t1 - t0,
             decode_s=time.perf_counter() - t1,
         )
-        return self._completions(state, sp, cut)
 
     def _check_stop_strings(self, state, sp, cut, done):
         toks, counts = np.asarray(state.tokens), np.asarray(state.count)

@@ -41,7 +41,6 @@ from hat_jax.models.gated_deltanet import GDNState, select_state
 from hat_jax.models.layers import attention_mask, rope_tables
 from hat_jax.sampling import prefix
 from hat_jax.sampling.sampler import (
-    CallInfo,
     Completion,
     Sampler,
     SamplingParams,
@@ -490,13 +489,7 @@ class SpeculativeSampler(Sampler):
         t1 = time.perf_counter()
         cut = [None] * b
         while True:
-            host_done = np.array(state.done)
-            if sp.stop_strings and self.tokenizer is not None:
-                host_done = self._check_stop_strings(state, sp, cut, host_done)
-                state = state.replace(done=jnp.asarray(host_done))
-            if on_chunk is not None:
-                toks, counts = np.asarray(state.tokens), np.asarray(state.count)
-                on_chunk([toks[i, : counts[i]].tolist() for i in range(b)])
+            state, host_done = self._poll(state, sp, cut, on_chunk)
             if host_done.all():
                 break
             state = self._jit_verify(
@@ -521,13 +514,7 @@ class SpeculativeSampler(Sampler):
         if self.prefix_reuse:  # trunk slots < pos hold prompt + tokens but the last
             both = list(state.cache) + list(state.mtp_cache)
             self._kept = prefix.keep(prompts, toks, counts, both, [None] * len(both))
-        self.last_call = CallInfo(
-            rows=b,
-            prompt_tokens=int(lengths.sum()),
-            reused=tuple(int(r) for r in reuse),
-            prefill_s=t1 - t0,
-            decode_s=time.perf_counter() - t1,
-        )
+        self._record_call(lengths, reuse, t0, t1)
         return self._completions(state, sp, cut)
 
     def stats_of_rows(self, rows: int) -> SpecStats:
