@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hat_jax.eval.stats import wilson_ci
 from hat_jax.printable import shown
 from paper.render import Table
 from paper.results import Sweep, load_sweep
@@ -61,6 +62,39 @@ def command(args) -> str:
     return " ".join(parts + ["--results", str(args.results)])
 
 
+# (label, suite) whose success the power line sizes; a wider half-width than
+# DECIDES (points) is called out: such a table cannot separate runs.
+POWER_SUITES = (("T1", "t1"), ("T2", "t2"), ("T3", "t3"))
+DECIDES = 10.0
+
+
+def power_line(sweep: Sweep) -> str | None:
+    """What the main suites can separate: per suite the fewest cases a done run
+    answered and the 95 % Wilson half-width at a 50 % rate there (the widest
+    interval that suite can give), in points. None without evaluated runs."""
+    parts, widest = [], 0.0
+    for title, suite in POWER_SUITES:
+        ns = [s.n for r in sweep.runs if (s := r.stat(suite, "success")) and s.n]
+        if ns:
+            n = min(ns)
+            lo, hi = wilson_ci(n / 2, n)
+            half = 50 * (hi - lo)
+            widest = max(widest, half)
+            parts.append(f"{title} n = {n} (±{half:.1f})")
+    if not parts:
+        return None
+    line = (
+        "- Power: the fewest cases a run answered per suite, with the 95 % Wilson "
+        "half-width at a 50 % rate there, in points: " + ", ".join(parts) + "."
+    )
+    if widest > DECIDES:
+        line += (
+            f" **Differences of less than about {widest:.0f} points cannot be told "
+            "apart here: this table checks the pipeline, it does not decide a claim.**"
+        )
+    return line
+
+
 def results_markdown(sweep: Sweep, tables: list[Table], cmd: str) -> str:
     """One Markdown document: a header, then each table's Markdown."""
     finished = (newest_finish(sweep) or "unknown").replace("T", " ")
@@ -75,6 +109,8 @@ def results_markdown(sweep: Sweep, tables: list[Table], cmd: str) -> str:
         f"- Newest step finished: {finished}",
         f"- Runs done: {len(sweep.runs)}; left out: {skipped}",
     ]
+    power = power_line(sweep)
+    head += [power] if power else []
     return "\n".join(head) + "\n\n" + "\n".join(t.to_markdown() for t in tables)
 
 

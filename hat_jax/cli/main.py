@@ -45,7 +45,20 @@ def run_module(prog: str, mod: ModuleType, argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mod.add_arguments(p)
-    return mod.run(p.parse_args(argv))
+    return _run(prog, mod, p.parse_args(argv))
+
+
+def _run(prog: str, mod: ModuleType, args: argparse.Namespace) -> int:
+    """``mod.run(args)``; bad input (OSError, ValueError, RuntimeError: a
+    missing file, a malformed row, a failed step) is one line on stderr,
+    ``PROG: error: ...``, and status 1, not a traceback."""
+    try:
+        return mod.run(args) or 0
+    except BrokenPipeError:
+        raise  # main's: `hat ... | head`
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
 
 
 class BrokenCommand:
@@ -172,13 +185,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(_default_subcommand(argv, commands))
     if passthrough is not None:
         args.passthrough = passthrough
-    try:
-        return commands[args.command].run(args) or 0
-    except BrokenPipeError:
-        raise  # main's: `hat ... | head`
-    except (OSError, ValueError, RuntimeError) as e:
-        print(f"hat {args.command}: error: {e}", file=sys.stderr)
-        return 1
+    return _run(f"hat {args.command}", commands[args.command], args)
 
 
 if __name__ == "__main__":

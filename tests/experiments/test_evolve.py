@@ -242,8 +242,10 @@ def test_hat_evolve_cli(tmp_path, capsys):
     assert cli.main(argv) == 0
     assert "round 1: test success" in capsys.readouterr().out
     assert (tmp_path / "round_01" / "cand_1" / "harness" / "manifest.yaml").exists()
-    with pytest.raises(ValueError, match="--editor-endpoint"):
-        cli.main([*argv, "--editor", "llm"])
+    assert cli.main([*argv, "--editor", "llm"]) == 1
+    assert "hat evolve: error: --editor llm needs --editor-endpoint" in (
+        capsys.readouterr().err
+    )
 
 
 class EditorServer:

@@ -57,3 +57,13 @@ def test_selected_tables_without_figures(sweep_root, tmp_path):
         == 0
     )
     assert sorted(p.name for p in out.iterdir()) == ["main.md", "main.tex"]
+
+
+def test_module_entry_reports_bad_input_in_one_line(tmp_path, capsys):
+    """`python -m paper.paper_cmd` (run_module) answers a missing root the way
+    `hat paper` does: one line on stderr and status 1, not a traceback."""
+    missing = tmp_path / "no_root"
+    assert cli.main([str(missing), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"hat paper: error: {missing}: no such sweep root\n"
+    assert not (tmp_path / "o").exists()

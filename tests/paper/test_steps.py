@@ -2,12 +2,15 @@
 
 import json
 import shutil
+import types
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 from paper import paper_cmd as cli
-from paper.results import load_sweep
+from paper.paper_cmd import DECIDES, power_line
+from paper.results import Stat, load_sweep
 from paper.tables import TABLES, get
 from paper.tables.steps import duration, newest_finish, tail_mean
 from tests.paper.conftest import RUNNING, RUNS
@@ -177,3 +180,46 @@ def test_results_file_concatenates_every_table(sweep_root, tmp_path, capsys):
     assert "--tables steps,main --results" in text
     assert text.index("## Main results") < text.index("## Steps and their time")
     assert "## IFEval" not in text
+
+
+def _wilson_half(n: int) -> float:
+    """scipy's Wilson interval at k = n / 2 (n even), half its width in points."""
+    ci = binomtest(n // 2, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return 50 * (ci.high - ci.low)
+
+
+def test_results_header_says_what_the_suites_can_separate(sweep_root, tmp_path):
+    results = tmp_path / "r.md"
+    argv = [str(sweep_root), "--out", str(tmp_path / "o"), "--no-figures"]
+    assert cli.main([*argv, "--results", str(results), "--tables", "main"]) == 0
+    head = results.read_text().partition("\n## ")[0]
+    # the fake sweep: 40 cases a suite, fixed-harness SFT answered 36 of T2
+    want = [f"T1 n = 40 (±{_wilson_half(40):.1f})"]
+    want += [f"T2 n = 36 (±{_wilson_half(36):.1f})"]
+    want += [f"T3 n = 40 (±{_wilson_half(40):.1f})"]
+    assert "- Power: " + ", ".join(want) in head.replace(_POWER_WORDS, "")
+    assert f"less than about {round(_wilson_half(36))} points cannot" in head
+
+
+_POWER_WORDS = (
+    "the fewest cases a run answered per suite, with the 95 % Wilson "
+    "half-width at a 50 % rate there, in points: "
+)
+
+
+class _Run:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def stat(self, suite: str, metric: str) -> Stat | None:
+        return Stat(0.5, 0.4, 0.6, self.n) if suite != "t3" else None
+
+
+def test_power_line_calls_out_only_wide_intervals():
+    wide = power_line(types.SimpleNamespace(runs=[_Run(300), _Run(6)]))
+    assert f"T1 n = 6 (±{_wilson_half(6):.1f})" in wide and "T3" not in wide
+    assert "cannot be told apart" in wide
+    narrow = power_line(types.SimpleNamespace(runs=[_Run(300), _Run(400)]))
+    assert f"T2 n = 300 (±{_wilson_half(300):.1f})" in narrow
+    assert "cannot" not in narrow and _wilson_half(300) < DECIDES
+    assert power_line(types.SimpleNamespace(runs=[])) is None
