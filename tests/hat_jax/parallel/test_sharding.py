@@ -26,7 +26,9 @@ TOL = 1e-5
 @pytest.fixture(scope="module")
 def reports():
     env = dict(os.environ)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    )
     env["JAX_PLATFORMS"] = "cpu"
     out = subprocess.run(
         [sys.executable, str(WORKER)],

@@ -20,7 +20,9 @@ WORKER = Path(__file__).with_name("mesh_worker.py")
 
 def run_worker(stage: str, root: Path, spec: str, overrides: list[str]) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_DEFAULT_MATMUL_PRECISION="highest")
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    )
     proc = subprocess.run(
         [sys.executable, str(WORKER), stage, str(root), spec, *overrides],
         env=env,
