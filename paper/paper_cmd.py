@@ -28,6 +28,7 @@ from hat_jax.printable import shown
 from paper.render import Table
 from paper.results import Sweep, load_sweep
 from paper.tables import TABLES, get
+from paper.tables import main as main_table
 from paper.tables.steps import newest_finish
 
 
@@ -62,9 +63,10 @@ def command(args) -> str:
     return " ".join(parts + ["--results", str(args.results)])
 
 
-# (label, suite) whose success the power line sizes; a wider half-width than
-# DECIDES (points) is called out: such a table cannot separate runs.
-POWER_SUITES = (("T1", "t1"), ("T2", "t2"), ("T3", "t3"))
+# The main table's whole suites (label, suite), whose success the power line
+# sizes; a wider half-width than DECIDES (points) is called out: such a table
+# cannot separate runs.
+POWER_SUITES = tuple((t, s) for t, s, subset in main_table.SUITES if subset is None)
 DECIDES = 10.0
 
 

@@ -16,7 +16,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import jax
 import pytest
 
 from experiments.driver import registry, sweep_cmd
@@ -24,19 +23,12 @@ from experiments.driver import registry, sweep_cmd
 CONFIG = "experiments/configs/hat_tiny.py:scale=micro"
 SUITES = ("t1", "t2", "t3", "edit", "ifeval", "ifeval_proxy")
 META = {"name", "row", "group", "sft", "opd", "rl", "leave_out", "scale"}
-CACHE_FLAGS = (
-    "jax_compilation_cache_dir",
-    "jax_persistent_cache_min_compile_time_secs",
-    "jax_persistent_cache_min_entry_size_bytes",
-)
 
 
 @pytest.fixture
 def xla_cache(request):
-    saved = {k: getattr(jax.config, k) for k in CACHE_FLAGS}
-    yield str(request.config.cache.mkdir("hat_driver_xla"))
-    for k, v in saved.items():
-        jax.config.update(k, v)
+    """The sweep's XLA cache folder (tests/conftest.py restores the settings)."""
+    return str(request.config.cache.mkdir("hat_driver_xla"))
 
 
 @pytest.fixture
