@@ -97,10 +97,16 @@ def count(n: int | None) -> str:
 
 
 def paper_cell(x: float | None, signed: bool = False) -> str:
-    """A number from the paper (already in % or points)."""
+    """A number from the paper (already in % or points), at the paper's own
+    precision: one decimal at least, more where the paper gives them (92.55,
+    not a rounded 92.5)."""
     if x is None:
         return MISSING
-    return _signed(x) if signed else f"{x:.1f}"
+    places = next((k for k in (1, 2) if abs(round(x, k) - x) < 1e-9), 3)
+    text = f"{x:.{places}f}"  # 94.6 - 75.4 (19.1999...) prints 19.2
+    if signed:
+        text = ("+" if x > 0 else "−" if x < 0 else "+") + text.lstrip("-")
+    return text
 
 
 @dataclasses.dataclass

@@ -16,7 +16,7 @@ Launch (`make reproduce`: the main runs; `make reproduce-ablation`: all)::
     hat run --config=experiments/configs/hat_tiny.py:scale=compact --run fixed_sft \
         --root runs/pilot
 
-Time: `tiny` ~40 min for `make reproduce`; ``est`` below is the progress
+Time: `tiny` ~20 min for `make reproduce` on 2 cores; ``est`` below is the progress
 display's per-step basis. Feeds every `hat paper` table at tiny scale; measured
 results go to docs/results/hat_tiny.md (`hat paper --results`), pilots to
 docs/results/hat_tiny_pilot.md. Arguments (`:k=v,...`): scale, run.
@@ -227,7 +227,7 @@ COMPACT_COPY3 = _compact(FIRST, 4500, 9000, drill=2100, sft_extra=CYCLES3)
 # costs ~1.7 s at 2 x 2,560 against the dense model's 0.8 s (its co-trained MTP
 # layer is a second full-attention layer), so it takes fewer steps: base 128,
 # SFT 100 (markdown prompt, full tool results, 200 golds, 6 eval cases: `make
-# reproduce` within 45 minutes).
+# reproduce` well within its 60-minute budget).
 TINY = _scale(
     vocab=2048,
     model=WIDTH_128 | {"extra": HYBRID},

@@ -15,7 +15,6 @@ Examples:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,10 +105,11 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat run`` on its own (``python -m experiments.driver.run_cmd``)."""
-    parser = argparse.ArgumentParser(prog="hat run", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """``hat run`` on its own (``python -m experiments.driver.run_cmd``):
+    bad input is one line on stderr and status 1, as under ``hat``."""
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat run", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ step and task 0 alone holds the lock and writes ``done.json``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -115,9 +114,11 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hat step", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """``hat step`` on its own (``python -m experiments.driver.step_cmd``):
+    bad input is one line on stderr and status 1, as under ``hat``."""
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat step", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -209,10 +209,11 @@ def run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``hat sweep`` on its own (``python -m experiments.driver.sweep_cmd``)."""
-    parser = argparse.ArgumentParser(prog="hat sweep", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """``hat sweep`` on its own (``python -m experiments.driver.sweep_cmd``):
+    bad input is one line on stderr and status 1, as under ``hat``."""
+    from hat_jax.cli.main import run_module
+
+    return run_module("hat sweep", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

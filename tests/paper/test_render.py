@@ -1,6 +1,6 @@
 """LaTeX and Markdown rendering: escaping, booktabs, missing values."""
 
-from paper.render import RULE, Table, ci, diff, escape_latex
+from paper.render import MISSING, RULE, Table, ci, diff, escape_latex, paper_cell
 from paper.results import Stat, Sweep, load_sweep, model_facts
 from paper.tables import TABLES, get
 
@@ -12,6 +12,28 @@ def test_escape_latex_specials_and_unicode():
         r"\textbackslash{} $\pm$ -- $-$ $\Delta$"
     )
     assert got == want
+
+
+def test_paper_figures_keep_the_papers_precision():
+    # PAPER.md's evolution figures have two decimals: 92.55 must not print as
+    # a rounded 92.5 (repr(92.55) is exact, f"{92.55:.1f}" is "92.5").
+    assert [paper_cell(x) for x in (92.55, 82.40, 94.8, 0.780, 100.0)] == [
+        "92.55",
+        "82.4",
+        "94.8",
+        "0.78",
+        "100.0",
+    ]
+    assert [
+        paper_cell(x, signed=True) for x in (94.6 - 75.4, -7.7, 8.5, 0.0, -0.25)
+    ] == [
+        "+19.2",
+        "−7.7",
+        "+8.5",
+        "+0.0",
+        "−0.25",
+    ]
+    assert paper_cell(None) == MISSING and paper_cell(None, signed=True) == MISSING
 
 
 def test_table_renders_booktabs_and_escapes_cells():

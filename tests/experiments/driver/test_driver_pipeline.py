@@ -178,8 +178,9 @@ def test_run_cmd_runs_one_run_of_the_sweep(tmp_path, capsys):
     assert "run two failed" in capsys.readouterr().err
     assert run_cmd.main([f"--config={cfg}:run=solo", "--root", str(root)]) == 0
     assert (root / "solo" / "eval" / "summary.json").exists()
-    with pytest.raises(ValueError, match="declares no run"):
-        run_cmd.main([*argv, "--run", "nope"])
+    assert run_cmd.main([*argv, "--run", "nope"]) == 1  # one line, no traceback
+    assert "hat run: error: " in (err := capsys.readouterr().err)
+    assert "declares no run" in err and "Traceback" not in err
 
 
 SELF_REGISTERING = """

@@ -47,8 +47,9 @@ def test_sweep_prints_the_named_run(tmp_path, capsys):
     assert out.startswith("# run hsa_sft:")
     body = _blocks(out)["sft"][1]
     assert json.loads(body.partition("\n")[2])["data"]["fixed_harness"] is False
-    with pytest.raises(ValueError, match="no run 'nope'"):
-        sweep_cmd.main([CONFIG, "--root", str(root), "--print-config", "nope"])
+    assert sweep_cmd.main([CONFIG, "--root", str(root), "--print-config", "nope"]) == 1
+    assert "hat sweep: error: " in (err := capsys.readouterr().err)
+    assert "no run 'nope'" in err
 
 
 CONFIG_DIR = Path(__file__).resolve().parents[3] / "experiments" / "configs"
