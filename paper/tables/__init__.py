@@ -2,6 +2,7 @@
 
 from paper.tables import (  # noqa: F401  (registers)
     ablation,
+    claims,
     edit,
     evolution,
     ifeval,

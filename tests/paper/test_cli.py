@@ -20,7 +20,7 @@ def test_writes_every_table_and_figure(sweep_root, tmp_path, capsys):
     assert cli.run(_args(sweep_root, out)) == 0
     printed = capsys.readouterr().out
     names = {"main", "ifeval", "ablation", "edit", "latency", "paired", "steps"}
-    names.add("evolution")
+    names |= {"evolution", "claims"}
     want = {f"{n}.{e}" for n in names for e in ("md", "tex")}
     want |= {f"{n}.png" for n in figures.FIGURES}
     assert {p.name for p in out.iterdir()} == want

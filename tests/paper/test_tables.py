@@ -24,7 +24,7 @@ from tests.paper.refs import (
 
 def test_registry_has_every_table():
     names = {"main", "ifeval", "ablation", "edit", "latency", "paired", "steps"}
-    assert set(TABLES) == names | {"evolution"}
+    assert set(TABLES) == names | {"evolution", "claims"}
 
 
 @pytest.mark.parametrize("name", ["base", "sft_fixed", "sft_hsa_opd"])

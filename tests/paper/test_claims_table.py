@@ -1,0 +1,128 @@
+"""The claims table: each estimate recomputed from the records, and its three
+readings recomputed from the printed interval and the paper's figure."""
+
+import dataclasses
+import re
+
+import pytest
+from refs import common, diff_text, read, row
+
+from paper.results import Stat
+from paper.tables import get
+from paper.tables.claims import CLAIMS, readings
+
+OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
+
+
+def _num(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+@pytest.mark.parametrize(
+    ("measure", "a", "b", "suite", "claim"),
+    [
+        ("T1 success", "hat", "base", "t1", "HAT beats the base"),
+        ("T2 success", "sft_hsa", "sft_fixed", "t2", CLAIMS[2].claim),
+        (
+            "real IFEval, prompt (strict)",
+            "sft_fixed",
+            "base",
+            "ifeval",
+            CLAIMS[3].claim,
+        ),
+        ("IFEval proxy, prompt (strict)", "hat", "sft_hsa_opd", "ifeval_proxy", None),
+    ],
+)
+def test_estimates_are_the_paired_differences_of_the_records(
+    sweep_root, tables, measure, a, b, suite, claim
+):
+    metric = "prompt_level_strict" if suite.startswith("ifeval") else "success"
+    ra, rb = common(read(sweep_root, a, suite), read(sweep_root, b, suite), metric)
+    want = {"measure": measure} | ({"claim_(paper)": claim} if claim else {})
+    if claim is None:  # claim 8 on the proxy: HSA-RL
+        want["claim_(paper)"] = "HSA-RL adds IFEval (HAT vs HSA-SFT + OPD)"
+    got = row(tables["claims"], **want)
+    assert got["ours"] == diff_text(ra, rb)
+    assert got["n"] == str(len(ra))
+
+
+def test_instruction_level_rows_weigh_by_instructions(sweep_root, tables):
+    a, b = read(sweep_root, "sft_fixed", "ifeval"), read(sweep_root, "base", "ifeval")
+    ra, rb = common(a, b, "instruction_level_strict")
+    wa, _ = common(a, b, "n_instructions")
+    got = row(tables["claims"], measure="real IFEval, instr. (strict)")
+    assert got["ours"] == diff_text(ra, rb, weights=wa) and got["paper"] == "−5.3"
+
+
+def test_edit_rows_are_the_edit_tables_reductions(tables):
+    edit = tables["edit"]
+    for claim, run, paper in (
+        ("a harness edit cuts HAT's errors", "HAT", "51.7"),
+        ("... and naive (fixed-harness) SFT's, by less", "fixed-harness SFT", "18.1"),
+    ):
+        got = next(
+            dict(zip(tables["claims"].header, r))
+            for r in tables["claims"].rows
+            if r[1] == claim
+        )
+        assert got["ours"] == row(edit, run=run)["reduction"]
+        assert got["paper"] == paper and not got["ours"].startswith("+")
+
+
+def test_readings_follow_the_printed_interval(tables):
+    """Sign, 0 and the paper's figure read off each printed cell, independently
+    of the table's code; every reading occurs in the fake sweep."""
+    seen = {"sign": set(), "zero": set(), "paper": set()}
+    for r in tables["claims"].rows:
+        cells = dict(zip(tables["claims"].header, r))
+        m = OURS.match(cells["ours"])
+        assert m, cells["ours"]
+        mean, lo, hi = (_num(x) for x in m.group(1, 2, 3))
+        sign = -1 if cells["paper"].startswith(("−", "<")) else 1
+        same = "yes" if mean * sign > 0 else "no" if mean * sign < 0 else "0"
+        assert cells["sign as the paper's"] == same, cells
+        if lo not in (0.0,) and hi not in (0.0,):  # printed rounding at 0
+            assert cells["interval excludes 0"] == ("yes" if lo > 0 or hi < 0 else "no")
+            assert bool(m.group(4)) == (cells["interval excludes 0"] == "yes")
+        if cells["paper"] in ("> 0", "< 0"):
+            assert cells["paper's figure"] == "–"
+        else:
+            p = _num(cells["paper"])
+            assert cells["paper's figure"] == (
+                "above" if p > hi else "below" if p < lo else "inside"
+            )
+        seen["sign"].add(cells["sign as the paper's"])
+        seen["zero"].add(cells["interval excludes 0"])
+        seen["paper"].add(cells["paper's figure"])
+    assert {"yes", "no"} <= seen["zero"] and len(seen["paper"] - {"–"}) >= 2
+
+
+def test_readings_units_and_edges():
+    # a fraction (0.05 = 5 points) against the paper's points
+    assert readings(Stat(0.05, 0.01, 0.09, 300), 14.5, +1) == ["yes", "yes", "above"]
+    assert readings(Stat(-0.02, -0.05, 0.01, 300), -7.7, -1) == ["yes", "no", "below"]
+    assert readings(Stat(0.0, -0.01, 0.01, 75), 0.2, +1) == ["0", "no", "inside"]
+    assert readings(Stat(0.1, 0.05, 0.15, 40), -4.6, -1) == ["no", "yes", "below"]
+    assert readings(Stat(0.1, 0.05, 0.15, 40), None, +1) == ["yes", "yes", "–"]
+    assert readings(Stat(0.1), 9.4, +1) == ["yes", "–", "–"]  # no interval
+    assert readings(None, 9.4, +1) == ["–", "–", "–"]
+
+
+def test_a_claim_whose_runs_are_not_done_says_so(sweep):
+    partial = dataclasses.replace(
+        sweep, runs=[r for r in sweep.runs if r.name not in ("hat", "sft_fixed_opd")]
+    )
+    t = get("claims")(partial)
+    rows = [dict(zip(t.header, r)) for r in t.rows]
+    hat_rows = [
+        r for r in rows if r["#"] in ("1", "2", "8") or "HAT's" in r["claim (paper)"]
+    ]
+    assert hat_rows and all(
+        "not done" in r["measure"] and r["ours"] == "–" and r["n"] == "–"
+        for r in hat_rows
+    )
+    assert all("not done" in r["measure"] for r in rows if r["#"] == "5")
+    assert all(
+        "not done" not in r["measure"] for r in rows if r["#"] in ("3", "4", "7")
+    )
+    assert "–" not in row(t, measure="T2 success")["ours"]
