@@ -238,6 +238,7 @@ def claims_table(sweep: Sweep) -> Table:
         ),
         header=HEADER,
         rows=[claim_row(sweep, c) for c in CLAIMS],
+        align="rp{3.4cm}p{3cm}rrrccc",  # the claim and measure columns wrap
         notes=[
             "No verdict is given here: a claim can keep its sign and miss its size "
             "(the paper's figure outside the interval), or be undecided (an "

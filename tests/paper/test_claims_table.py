@@ -95,6 +95,7 @@ def test_readings_follow_the_printed_interval(tables):
         seen["zero"].add(cells["interval excludes 0"])
         seen["paper"].add(cells["paper's figure"])
     assert {"yes", "no"} <= seen["zero"] and len(seen["paper"] - {"–"}) >= 2
+    assert r"\begin{tabular}{rp{3.4cm}p{3cm}rrrccc}" in tables["claims"].to_latex()
 
 
 def test_readings_units_and_edges():
