@@ -30,6 +30,8 @@ HSA_SFT_GAIN = 9.4
 HSA_RL_GAIN = 1.0
 # Harness-edit error reduction (%).
 EDIT_REDUCTION = {"HAT": 51.7, "naive SFT": 18.1}
+# MTP acceptance rate of the co-trained and the base head (latency table)
+MTP_ACCEPTANCE = {"co-trained": 0.780, "base head": 0.735}
 # Harness evolution (accuracy, effectiveness) before it and after round 2;
 # rounds 3-4 regressed
 EVOLUTION = {"start": (82.40, 87.16), "round 2": (92.55, 92.75)}

@@ -2,14 +2,15 @@
 readings recomputed from the printed interval and the paper's figure."""
 
 import dataclasses
+import json
 import re
 
 import pytest
 from refs import common, diff_text, read, row
 
-from paper.results import Stat
-from paper.tables import get
-from paper.tables.claims import CLAIMS, readings
+from paper.results import Stat, load_sweep
+from paper.tables import get, latency
+from paper.tables.claims import CLAIMS, HEADER, readings
 
 OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
 
@@ -75,6 +76,8 @@ def test_readings_follow_the_printed_interval(tables):
     seen = {"sign": set(), "zero": set(), "paper": set()}
     for r in tables["claims"].rows:
         cells = dict(zip(tables["claims"].header, r))
+        if cells["#"] == "11":  # acceptance: no replay with the co-trained head here
+            continue
         m = OURS.match(cells["ours"])
         assert m, cells["ours"]
         mean, lo, hi = (_num(x) for x in m.group(1, 2, 3))
@@ -127,3 +130,27 @@ def test_a_claim_whose_runs_are_not_done_says_so(sweep):
         "not done" not in r["measure"] for r in rows if r["#"] in ("3", "4", "7")
     )
     assert "–" not in row(t, measure="T2 success")["ours"]
+
+
+def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tables, tmp_path):
+    measure = "MTP acceptance at concurrency 1 (HAT's replay)"
+    assert row(tables["claims"], measure=measure)["ours"] == "–"  # co-trained skipped
+    root = make_sweep(tmp_path)
+    folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
+    done = json.loads((folder / "standalone" / "replay.json").read_text())
+    for head, rate in (("co_trained", 0.716), ("base_head", 0.222)):
+        runs = [
+            {
+                **r,
+                "summary": {
+                    **r["summary"],
+                    "mtp_acceptance_rate": rate + r["concurrency"],
+                },
+            }
+            for r in done["runs"]
+        ]  # other concurrencies are off by whole units: only c = 1 may be read
+        (folder / head).mkdir(exist_ok=True)
+        (folder / head / "replay.json").write_text(json.dumps({**done, "runs": runs}))
+    got = row(get("claims")(load_sweep(root)), measure=measure)
+    assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")
+    assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # one replay: no interval
