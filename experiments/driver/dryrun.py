@@ -5,7 +5,8 @@ the runs are planned (`pipeline.plan`, which hashes the config and the code
 each kind declares) and each step of them is looked up under ROOT. A step is
 
     cached      its folder holds ``done.json``
-    resume      its folder exists without one (an interrupted attempt)
+    resume      its folder exists without one (an interrupted attempt; a
+                training step names its newest checkpoint and its steps)
     run         no folder has its hash; the reason compares it with the
                 finished folder of the same step name that matches it best
                 (``done.json``'s ``key``: what its hash was made of)::
@@ -18,7 +19,8 @@ each kind declares) and each step of them is looked up under ROOT. A step is
                   kind version 1 -> 2       the step function changed
                   code changed in a.py, ... the files its kind runs
 
-followed by the ETA the driver estimates (the steps' ``est_s``).
+followed by the ETA the driver estimates (the steps' ``est_s``, a resumed
+training step's scaled to the steps it has left).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.driver import codehash, pipeline
-from experiments.driver.progress import Progress, clock
+from experiments.driver.progress import Progress, clock, resume_point
 
 PARTS = ("params", "inputs", "fingerprint", "version", "code")
 SHOWN_FILES = 4  # changed files named before "+N more"
@@ -136,7 +138,10 @@ def plan_of(runs, root: str | Path) -> list[Planned]:
                 if s.done:
                     found[s.path] = Planned(s, "cached", "")
                 elif s.path.exists():
-                    found[s.path] = Planned(s, "resume", "an unfinished attempt")
+                    why = "an unfinished attempt"
+                    if point := resume_point(s.path):
+                        why += f" (checkpoint at step {point[0]:,} of {point[1]:,})"
+                    found[s.path] = Planned(s, "resume", why)
                 else:
                     found[s.path] = Planned(s, "run", why_run(s, root))
             if r.name not in found[s.path].runs:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.driver import codehash, dryrun, pipeline, registry, run_cmd, sweep_cmd
+from experiments.driver.progress import Progress, left_share, resume_point
 from experiments.driver.registry import StepKind
 from experiments.driver.runs import load_runs
 from tests.provenance_checks import check_provenance
@@ -247,6 +248,20 @@ def test_why_a_step_would_run(src, tmp_path, monkeypatch):
     new.path.mkdir(parents=True)  # an interrupted attempt
     (planned,) = dryrun.plan_of([_Run("r", [new])], root)
     assert (planned.status, planned.why) == ("resume", "an unfinished attempt")
+    assert Progress([new], n_runs=1).pending[new.path] == new.est_s
+
+    # a training step's attempt: its newest checkpoint, and the ETA of the rest
+    (new.path / "config.json").write_text(json.dumps({"train": {"steps": 400}}))
+    for name in ("100", "300", "tmp-400", "notes"):
+        (new.path / "ckpt" / name).mkdir(parents=True)
+    (planned,) = dryrun.plan_of([_Run("r", [new])], root)
+    assert planned.why == "an unfinished attempt (checkpoint at step 300 of 400)"
+    assert Progress([new], n_runs=1).pending[new.path] == pytest.approx(new.est_s / 4)
+    for bad in ("{", '{"train": {"steps": "400"}}', '{"train": {"steps": 0}}', "[]"):
+        (new.path / "config.json").write_text(bad)  # not a step's config: no point
+        assert resume_point(new.path) is None and left_share(new) == 1.0
+    (new.path / "config.json").write_text(json.dumps({"train": {"steps": 200}}))
+    assert resume_point(new.path) == (200, 200)  # a checkpoint past the steps
 
     old = root / "_steps" / "y-000000000000"  # a folder from before recorded keys
     old.mkdir(parents=True)
