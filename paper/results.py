@@ -55,7 +55,7 @@ META_KINDS: dict[str, tuple[type, ...]] = {
     "leave_out": (str, NONE),
     "scale": (str, NONE),
 }
-# How each scale runs (DESIGN.md), for table captions.
+# How each scale runs, for table captions.
 SCALE_PLATFORM = {
     "micro": "CPU",
     "tiny": "CPU",

