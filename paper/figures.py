@@ -1,5 +1,6 @@
 """The paper's figures as PNG (matplotlib, Agg): training curves, RL reward
-curves, and the HSA ablation as bars with 95 % intervals.
+curves, the HSA ablation as bars with 95 % intervals, and the paper's claims
+as a forest plot (our estimates' intervals, the paper's figures beside).
 
 Each builder in ``FIGURES`` maps a sweep to a figure, or None when the sweep
 holds nothing to plot. Runs that share a stage workdir (a later pipeline reusing
@@ -22,6 +23,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from experiments.plot_curve import STYLE  # noqa: E402  (one figure style)
 from paper.results import Sweep  # noqa: E402
 from paper.tables.ablation import DIMENSION_NAMES, SUITES, effects, groups  # noqa: E402
+from paper.tables.claims import CLAIMS, estimate, short_label  # noqa: E402
 
 STAGES = ("base", "sft", "opd", "rl")
 STAGE_TITLES = {"base": "base", "sft": "SFT", "opd": "OPD", "rl": "RL"}
@@ -223,6 +225,53 @@ def ablation_bars(sweep: Sweep) -> Figure | None:
             handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False
         )
         fig.suptitle(f"HSA-dimension ablation ({sweep.scale_note()})")
+        fig.tight_layout()
+    return fig
+
+
+@register("claims")
+def claims_forest(sweep: Sweep) -> Figure | None:
+    """Each claim of the claims table with an estimate: ours with its 95 %
+    interval (a dot alone without one), the paper's figure as a diamond; the
+    differences in points in one panel, the relative error reductions in %
+    in another."""
+    found = [(c, s) for c in CLAIMS if (s := estimate(sweep, c)) is not None]
+    panels = [
+        (title, [(c, s) for c, s in found if c.relative == rel])
+        for rel, title in (
+            (False, "difference (points)"),
+            (True, "relative error reduction after the edit (%)"),
+        )
+    ]
+    panels = [(t, rows) for t, rows in panels if rows]
+    if not panels:
+        return None
+    sizes = [len(rows) for _, rows in panels]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(
+            len(panels), 1, figsize=(8.5, 1.2 + 0.38 * sum(sizes)),
+            height_ratios=sizes, squeeze=False,
+        )  # fmt: skip
+        for ax, (title, rows) in zip(axes[:, 0], panels):
+            y = np.arange(len(rows))
+            for i, (c, s) in enumerate(rows):
+                lo, hi = (s.lo, s.hi) if s.lo is not None else (s.mean, s.mean)
+                ax.plot([100 * lo, 100 * hi], [i, i], color="C0", lw=2.5)
+                ax.plot(100 * s.mean, i, "o", color="C0", ms=5)
+                if c.paper is not None:
+                    ax.plot(c.paper, i, "D", color="C3", ms=6, mfc="none")
+            ax.axvline(0, color="black", lw=0.8)
+            ax.set_yticks(y, [short_label(c) for c, _ in rows])
+            ax.invert_yaxis()
+            ax.grid(axis="y", visible=False)
+            ax.set_xlabel(title)
+        ours = plt.Line2D([], [], color="C0", marker="o", lw=2.5)
+        paper = plt.Line2D([], [], color="C3", marker="D", mfc="none", ls="none")
+        fig.legend(
+            [ours, paper], ["ours (95 % CI)", "paper"], loc="upper center",
+            bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+        )  # fmt: skip
+        fig.suptitle(f"The paper's claims ({sweep.scale_note()})", y=1.04)
         fig.tight_layout()
     return fig
 

@@ -235,10 +235,29 @@ def readings(s: Stat | None, paper: float | None, sign: int) -> list[str]:
     return [same, "yes" if s.excludes_zero else "no", where]
 
 
-def claim_row(sweep: Sweep, c: Claim) -> list[str]:
+SHORT = {BASE: "base", FIXED: "fixed SFT", HSA: "HSA-SFT", FIXED_OPD: "fixed+OPD"}
+SHORT |= {HSA_OPD: "HSA+OPD", HAT: "HAT"}
+
+
+def short_label(c: Claim) -> str:
+    """E.g. "1. HAT − base: T1 success", "10. HAT: edit: relative error ..."."""
+    return f"{c.number}. {' − '.join(SHORT[k] for k in c.needs)}: {c.measure}"
+
+
+def missing_runs(sweep: Sweep, c: Claim) -> list[str]:
+    """The row labels of the pipelines ``c`` needs that the sweep has not done."""
     labels = dict(PIPELINES)
-    missing = [labels[k] for k in c.needs if sweep.pipeline(*k) is None]
-    s = None if missing else c.estimate(sweep)
+    return [labels[k] for k in c.needs if sweep.pipeline(*k) is None]
+
+
+def estimate(sweep: Sweep, c: Claim) -> Stat | None:
+    """Our estimate of ``c`` (a fraction), or None when a run is not done."""
+    return None if missing_runs(sweep, c) else c.estimate(sweep)
+
+
+def claim_row(sweep: Sweep, c: Claim) -> list[str]:
+    missing = missing_runs(sweep, c)
+    s = estimate(sweep, c)
     measure = c.measure + (f" ({', '.join(missing)} not done)" if missing else "")
     ours = ci(s, mark=True) if c.relative else diff(s)
     paper = paper_cell(c.paper, signed=not c.relative)

@@ -5,12 +5,14 @@ import dataclasses
 import json
 import re
 
+import matplotlib.pyplot as plt
 import pytest
 from refs import common, diff_text, read, row
 
+from paper import figures
 from paper.results import Stat, load_sweep
 from paper.tables import get, latency
-from paper.tables.claims import CLAIMS, HEADER, readings
+from paper.tables.claims import CLAIMS, HEADER, readings, short_label
 
 OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
 
@@ -154,3 +156,35 @@ def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tables, tmp_p
     got = row(get("claims")(load_sweep(root)), measure=measure)
     assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")
     assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # one replay: no interval
+
+
+def test_forest_plot_draws_the_tables_estimates_and_the_papers_figures(sweep, tables):
+    fig = figures.claims_forest(sweep)
+    want = {}  # tick label -> (ours: mean, lo, hi from the table's cells; paper)
+    for r in tables["claims"].rows:
+        cells = dict(zip(tables["claims"].header, r))
+        if m := OURS.match(cells["ours"]):
+            paper = None if cells["paper"] in ("> 0", "< 0") else _num(cells["paper"])
+            label = short_label(CLAIMS[tables["claims"].rows.index(r)])
+            want[label] = (*(_num(x) for x in m.group(1, 2, 3)), paper)
+    got = {}
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        for i, label in enumerate(labels):
+            at = [ln for ln in ax.lines if list(ln.get_ydata()) in ([i], [i, i])]
+            bar = next(ln for ln in at if len(ln.get_xdata()) == 2)
+            dot = next(ln for ln in at if ln.get_marker() == "o")
+            diamond = [ln for ln in at if ln.get_marker() == "D"]
+            got[label] = (
+                dot.get_xdata()[0],
+                *bar.get_xdata(),
+                diamond[0].get_xdata()[0] if diamond else None,
+            )
+    assert got.keys() == want.keys() and len(fig.axes) == 2  # points; relative %
+    for label, (mean, lo, hi, paper) in want.items():
+        g = got[label]
+        assert g[:3] == pytest.approx((mean, lo, hi), abs=0.051), label  # printed .1f
+        assert g[3] == (None if paper is None else pytest.approx(paper)), label
+    plt.close(fig)
+    empty = dataclasses.replace(sweep, runs=[])
+    assert figures.claims_forest(empty) is None
