@@ -23,7 +23,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from experiments.plot_curve import STYLE  # noqa: E402  (one figure style)
 from paper.results import Sweep  # noqa: E402
 from paper.tables.ablation import DIMENSION_NAMES, SUITES, effects, groups  # noqa: E402
-from paper.tables.claims import CLAIMS, estimate, short_label  # noqa: E402
+from paper.tables.claims import estimate  # noqa: E402
+from paper.tables.claims_data import CLAIMS  # noqa: E402
 
 STAGES = ("base", "sft", "opd", "rl")
 STAGE_TITLES = {"base": "base", "sft": "SFT", "opd": "OPD", "rl": "RL"}
@@ -232,7 +233,8 @@ def ablation_bars(sweep: Sweep) -> Figure | None:
 @register("claims")
 def claims_forest(sweep: Sweep) -> Figure | None:
     """Each claim of the claims table with an estimate: ours with its 95 %
-    interval (a dot alone without one), the paper's figure as a diamond; the
+    interval (a dot alone without one), the paper's figure as a diamond (grey
+    beside a proxy row: the real IFEval's figure); the
     differences in points in one panel, the relative error reductions in %
     in another."""
     found = [(c, s) for c in CLAIMS if (s := estimate(sweep, c)) is not None]
@@ -258,18 +260,21 @@ def claims_forest(sweep: Sweep) -> Figure | None:
                 lo, hi = (s.lo, s.hi) if s.lo is not None else (s.mean, s.mean)
                 ax.plot([100 * lo, 100 * hi], [i, i], color="C0", lw=2.5)
                 ax.plot(100 * s.mean, i, "o", color="C0", ms=5)
-                if c.paper is not None:
-                    ax.plot(c.paper, i, "D", color="C3", ms=6, mfc="none")
+                if c.paper is not None:  # a proxy row's: the real IFEval's (grey)
+                    color = "0.55" if c.proxy else "C3"
+                    ax.plot(c.paper, i, "D", color=color, ms=6, mfc="none")
             ax.axvline(0, color="black", lw=0.8)
-            ax.set_yticks(y, [short_label(c) for c, _ in rows])
+            ax.set_yticks(y, [c.short() for c, _ in rows])
             ax.invert_yaxis()
             ax.grid(axis="y", visible=False)
             ax.set_xlabel(title)
         ours = plt.Line2D([], [], color="C0", marker="o", lw=2.5)
         paper = plt.Line2D([], [], color="C3", marker="D", mfc="none", ls="none")
+        real = plt.Line2D([], [], color="0.55", marker="D", mfc="none", ls="none")
+        names = ["ours (95 % CI)", "paper", "paper's real IFEval (proxy rows)"]
         fig.legend(
-            [ours, paper], ["ours (95 % CI)", "paper"], loc="upper center",
-            bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+            [ours, paper, real], names, loc="upper center",
+            bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False,
         )  # fmt: skip
         fig.suptitle(f"The paper's claims ({sweep.scale_note()})", y=1.04)
         fig.tight_layout()

@@ -32,11 +32,12 @@ PAPER = {
 }
 
 
-def errors(
+def question_errors(
     records: Sequence[dict], where: str = "edit records"
-) -> tuple[str, list[float], list[float]]:
-    """(measure, errors before, errors after) per complete question, in
-    question order; the measure is "success" when every record holds it.
+) -> tuple[str, dict[str, tuple[float, float]]]:
+    """(measure, question -> (error before, error after)) over the complete
+    questions, in question order; the measure is "success" when every record
+    holds it.
 
     Raises:
       DataError: a scored record without a ``question`` tag or whose ``edit``
@@ -57,11 +58,16 @@ def errors(
                 )
             pairs[str(q)][side] = 1.0 - r["scores"][measure]
     full = [q for q in sorted(pairs) if len(pairs[q]) == len(SIDES)]
-    return (
-        measure,
-        [pairs[q]["before"] for q in full],
-        [pairs[q]["after"] for q in full],
-    )
+    return measure, {q: (pairs[q]["before"], pairs[q]["after"]) for q in full}
+
+
+def errors(
+    records: Sequence[dict], where: str = "edit records"
+) -> tuple[str, list[float], list[float]]:
+    """(measure, errors before, errors after) per complete question, in
+    question order (``question_errors``)."""
+    measure, by_q = question_errors(records, where)
+    return measure, [b for b, _ in by_q.values()], [a for _, a in by_q.values()]
 
 
 def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:

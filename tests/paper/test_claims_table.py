@@ -1,105 +1,163 @@
-"""The claims table: each estimate recomputed from the records, and its three
-readings recomputed from the printed interval and the paper's figure."""
+"""The claims table: every row recomputed from the fake sweep's records (runs,
+direction, suite, subset) with the paper's figure written out literally from
+PAPER.md, and its readings recomputed from the printed cells."""
 
 import dataclasses
 import json
+import math
 import re
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
-from refs import common, diff_text, read, row
+from refs import PR, boot, common, diff_text, interval, read, row, signed
 
 from paper import figures
 from paper.results import Stat, load_sweep
 from paper.tables import get, latency
-from paper.tables.claims import CLAIMS, HEADER, readings, short_label
+from paper.tables.claims import HEADER, readings
+from paper.tables.claims_data import CLAIMS
 
 OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
+P, INS = "prompt_level_strict", "instruction_level_strict"
+FX, FXO, HS, HSO = "sft_fixed", "sft_fixed_opd", "sft_hsa", "sft_hsa_opd"
+IF, PX = "ifeval", "ifeval_proxy"
+REAL, PROXY = "real IFEval", "IFEval proxy"
+# (#, measure, run a, run b, suite, metric, tags, the paper's figure as PAPER.md
+# states it, the sign it claims): every two-run row of the table, in order
+TWO_RUN = [
+    ("1", "T1 success", "hat", "base", "t1", "success", {}, "+14.5", 1),  # 94.8-80.3
+    ("2", "T2 success", "hat", "base", "t2", "success", {}, "+19.2", 1),  # 94.6-75.4
+    ("3", "T2 success", HS, FX, "t2", "success", {}, "–", 1),
+    ("4", f"{REAL}, prompt", FX, "base", IF, P, {}, "−7.7", -1),
+    ("4", f"{REAL}, instr.", FX, "base", IF, INS, {}, "−5.3", -1),
+    ("4", f"{PROXY}, prompt", FX, "base", PX, P, {}, "−7.7", -1),
+    ("4", f"{PROXY}, instr.", FX, "base", PX, INS, {}, "−5.3", -1),
+    ("5", f"{REAL}, prompt", FXO, FX, IF, P, {}, "+8.5", 1),
+    ("5", f"{PROXY}, prompt", FXO, FX, PX, P, {}, "+8.5", 1),
+    ("6", f"{REAL}, prompt", HSO, HS, IF, P, {}, "+0.2", 1),
+    ("6", f"{PROXY}, prompt", HSO, HS, PX, P, {}, "+0.2", 1),
+    ("7", f"{REAL}, prompt", HS, FX, IF, P, {}, "+9.4", 1),
+    ("7", f"{PROXY}, prompt", HS, FX, PX, P, {}, "+9.4", 1),
+    ("8", f"{REAL}, prompt", "hat", HSO, IF, P, {}, "+1.0", 1),
+    ("8", f"{PROXY}, prompt", "hat", HSO, PX, P, {}, "+1.0", 1),
+    ("9", "T3 PR success", FX, "base", "t3", "success", PR, "−4.6", -1),
+    ("15", f"{REAL}, prompt", "hat", "base", IF, P, {}, "+2.0", 1),  # 83.5-81.5
+    ("15", f"{REAL}, instr.", "hat", "base", IF, INS, {}, "+1.0", 1),  # 88.7-87.7
+    ("15", f"{PROXY}, prompt", "hat", "base", PX, P, {}, "+2.0", 1),
+    ("15", f"{PROXY}, instr.", "hat", "base", PX, INS, {}, "+1.0", 1),
+]  # fmt: skip
+EDIT = "edit: relative error reduction (%)"
+
+
+def _rows(table) -> list[dict]:
+    return [dict(zip(table.header, r)) for r in table.rows]
+
+
+def _find(table, number: str, measure: str, nth: int = 0) -> dict:
+    found = [r for r in _rows(table) if r["#"] == number and r["measure"] == measure]
+    return found[nth]
 
 
 def _num(text: str) -> float:
-    return float(text.replace("−", "-"))
+    return float(text.replace("−", "-").removesuffix(" (real)"))
 
 
-@pytest.mark.parametrize(
-    ("measure", "a", "b", "suite", "claim"),
-    [
-        ("T1 success", "hat", "base", "t1", "HAT beats the base"),
-        ("T2 success", "sft_hsa", "sft_fixed", "t2", CLAIMS[2].claim),
-        (
-            "real IFEval, prompt (strict)",
-            "sft_fixed",
-            "base",
-            "ifeval",
-            CLAIMS[3].claim,
-        ),
-        ("IFEval proxy, prompt (strict)", "hat", "sft_hsa_opd", "ifeval_proxy", None),
-    ],
-)
-def test_estimates_are_the_paired_differences_of_the_records(
-    sweep_root, tables, measure, a, b, suite, claim
-):
-    metric = "prompt_level_strict" if suite.startswith("ifeval") else "success"
-    ra, rb = common(read(sweep_root, a, suite), read(sweep_root, b, suite), metric)
-    want = {"measure": measure} | ({"claim_(paper)": claim} if claim else {})
-    if claim is None:  # claim 8 on the proxy: HSA-RL
-        want["claim_(paper)"] = "HSA-RL adds IFEval (HAT vs HSA-SFT + OPD)"
-    got = row(tables["claims"], **want)
-    assert got["ours"] == diff_text(ra, rb)
-    assert got["n"] == str(len(ra))
+def _edit_errors(root, run) -> dict[str, tuple[float, float]]:
+    pairs = {}
+    for r in read(root, run, "edit"):
+        side = r["tags"]["edit"]
+        pairs.setdefault(r["tags"]["question"], {})[side] = 1 - r["scores"]["success"]
+    return {q: (v["before"], v["after"]) for q, v in sorted(pairs.items())}
 
 
-def test_instruction_level_rows_weigh_by_instructions(sweep_root, tables):
-    a, b = read(sweep_root, "sft_fixed", "ifeval"), read(sweep_root, "base", "ifeval")
-    ra, rb = common(a, b, "instruction_level_strict")
-    wa, _ = common(a, b, "n_instructions")
-    got = row(tables["claims"], measure="real IFEval, instr. (strict)")
-    assert got["ours"] == diff_text(ra, rb, weights=wa) and got["paper"] == "−5.3"
+def test_every_two_run_row_is_its_paired_difference(sweep_root, tables):
+    t = tables["claims"]
+    seen = {}
+    for number, measure, a, b, suite, metric, tags, paper, _ in TWO_RUN:
+        measure += " (strict)" if suite.startswith("ifeval") else ""
+        nth = seen[number, measure] = seen.get((number, measure), -1) + 1
+        got = _find(t, number, measure, nth)
+        ra, rb = read(sweep_root, a, suite), read(sweep_root, b, suite)
+        xa, xb = common(ra, rb, metric, **tags)
+        w = common(ra, rb, "n_instructions", **tags)[0] if metric == INS else None
+        assert got["ours"] == diff_text(xa, xb, weights=w), (number, measure)
+        assert got["n"] == str(len(xa))
+        proxy = " (real)" if suite == "ifeval_proxy" else ""
+        assert got["paper"] == paper + (proxy if paper != "–" else ""), got
+    # the table holds these rows and the four below, nothing else
+    assert len(t.rows) == len(TWO_RUN) + 5 == len(CLAIMS)
 
 
-def test_edit_rows_are_the_edit_tables_reductions(tables):
-    edit = tables["edit"]
-    for claim, run, paper in (
-        ("a harness edit cuts HAT's errors", "HAT", "51.7"),
-        ("... and naive (fixed-harness) SFT's, by less", "fixed-harness SFT", "18.1"),
-    ):
-        got = next(
-            dict(zip(tables["claims"].header, r))
-            for r in tables["claims"].rows
-            if r[1] == claim
-        )
-        assert got["ours"] == row(edit, run=run)["reduction"]
-        assert got["paper"] == paper and not got["ours"].startswith("+")
+def test_opd_contrast_is_the_gap_of_the_two_effects(sweep_root, tables):
+    runs = ("sft_fixed_opd", "sft_fixed", "sft_hsa_opd", "sft_hsa")
+    by_id = [
+        {r["id"]: r["scores"][P] for r in read(sweep_root, n, "ifeval")} for n in runs
+    ]
+    ids = [i for i in by_id[0] if all(i in s for s in by_id[1:])]
+    x = np.array([[s[i] for i in ids] for s in by_id])
+    d = x[0] - x[1] - x[2] + x[3]
+    lo, hi = boot(lambda v: v.mean(-1), d)
+    mark = " *" if lo > 0 or hi < 0 else ""
+    got = _find(tables["claims"], "6", f"{REAL}, prompt (strict)", 1)
+    assert got["ours"] == f"{signed(d.mean())} [{signed(lo)}, {signed(hi)}]{mark}"
+    assert got["paper"] == "+8.3" and got["n"] == str(len(ids))  # 8.5 - 0.2
 
 
-def test_readings_follow_the_printed_interval(tables):
-    """Sign, 0 and the paper's figure read off each printed cell, independently
-    of the table's code; every reading occurs in the fake sweep."""
-    seen = {"sign": set(), "zero": set(), "paper": set()}
-    for r in tables["claims"].rows:
-        cells = dict(zip(tables["claims"].header, r))
-        if cells["#"] == "11":  # acceptance: no replay with the co-trained head here
+def test_edit_rows_are_the_runs_reductions_and_their_gap(sweep_root, tables):
+    t, edit = tables["claims"], tables["edit"]
+    assert _find(t, "10", EDIT, 0)["ours"] == row(edit, run="HAT")["reduction"]
+    assert (
+        _find(t, "10", EDIT, 1)["ours"]
+        == row(edit, run="fixed-harness SFT")["reduction"]
+    )
+    assert [_find(t, "10", EDIT, i)["paper"] for i in range(3)] == [
+        "51.7",
+        "18.1",
+        "33.6",
+    ]
+    eh, ef = _edit_errors(sweep_root, "hat"), _edit_errors(sweep_root, "sft_fixed")
+    qs = [q for q in eh if q in ef]
+    arrays = [np.array([e[q][i] for q in qs]) for e in (eh, ef) for i in (0, 1)]
+
+    def red(b, a):
+        return (b.mean(-1) - a.mean(-1)) / b.mean(-1)
+
+    value = red(*arrays[:2]) - red(*arrays[2:])
+    lo, hi = boot(lambda a, b, c, d: red(a, b) - red(c, d), *arrays)
+    mark = " *" if lo > 0 or hi < 0 else ""
+    assert _find(t, "10", EDIT, 2)["ours"] == interval(value, lo, hi) + mark
+
+
+def test_readings_follow_the_printed_interval_and_the_claimed_sign(tables):
+    """Sign, 0 and the paper's figure read off each printed cell with the sign
+    PAPER.md claims (written out above), independently of the table's code."""
+    signs = {(n, m): s for n, m, *_, s in TWO_RUN}
+    seen = set()
+    for cells in _rows(tables["claims"]):
+        if cells["#"] == "11":  # no replay with a co-trained head in the fake sweep
+            assert cells["ours"] == "–" and cells[HEADER[-1]] == "–"
             continue
         m = OURS.match(cells["ours"])
         assert m, cells["ours"]
         mean, lo, hi = (_num(x) for x in m.group(1, 2, 3))
-        sign = -1 if cells["paper"].startswith(("−", "<")) else 1
+        key = (cells["#"], cells["measure"].removesuffix(" (strict)"))
+        sign = signs.get(key, 1)  # the contrasts and reductions claim a gain
         same = "yes" if mean * sign > 0 else "no" if mean * sign < 0 else "0"
         assert cells["sign as the paper's"] == same, cells
-        if lo not in (0.0,) and hi not in (0.0,):  # printed rounding at 0
+        if 0.0 not in (lo, hi):  # printed rounding at 0
             assert cells["interval excludes 0"] == ("yes" if lo > 0 or hi < 0 else "no")
-            assert bool(m.group(4)) == (cells["interval excludes 0"] == "yes")
-        if cells["paper"] in ("> 0", "< 0"):
+        assert bool(m.group(4)) == (cells["interval excludes 0"] == "yes")
+        if cells["paper"] == "–":
             assert cells["paper's figure"] == "–"
         else:
             p = _num(cells["paper"])
-            assert cells["paper's figure"] == (
-                "above" if p > hi else "below" if p < lo else "inside"
-            )
-        seen["sign"].add(cells["sign as the paper's"])
-        seen["zero"].add(cells["interval excludes 0"])
-        seen["paper"].add(cells["paper's figure"])
-    assert {"yes", "no"} <= seen["zero"] and len(seen["paper"] - {"–"}) >= 2
+            want = "above" if p > hi else "below" if p < lo else "inside"
+            assert cells["paper's figure"] == want, cells
+        seen.add((cells["interval excludes 0"], cells["paper's figure"]))
+    assert {"yes", "no"} <= {z for z, _ in seen} and {"below", "inside"} <= {
+        w for _, w in seen
+    }
     assert r"\begin{tabular}{rp{3.4cm}p{3cm}rrrccc}" in tables["claims"].to_latex()
 
 
@@ -112,31 +170,30 @@ def test_readings_units_and_edges():
     assert readings(Stat(0.1, 0.05, 0.15, 40), None, +1) == ["yes", "yes", "–"]
     assert readings(Stat(0.1), 9.4, +1) == ["yes", "–", "–"]  # no interval
     assert readings(None, 9.4, +1) == ["–", "–", "–"]
+    # the paper's figure against the interval as printed: +14.5 [+14.5, +20.0]
+    assert readings(Stat(0.1455, 0.14549, 0.2, 40), 14.5, +1)[2] == "inside"
+    # what is not a reading: a NaN mean, NaN or reversed bounds
+    assert readings(Stat(math.nan, 0.1, 0.2, 40), 9.4, +1) == ["–", "–", "–"]
+    assert readings(Stat(0.1, math.nan, math.nan, 40), 9.4, +1) == ["yes", "–", "–"]
+    assert readings(Stat(0.1, 0.2, 0.05, 40), 15.0, +1) == ["yes", "–", "–"]
 
 
 def test_a_claim_whose_runs_are_not_done_says_so(sweep):
     partial = dataclasses.replace(
         sweep, runs=[r for r in sweep.runs if r.name not in ("hat", "sft_fixed_opd")]
     )
-    t = get("claims")(partial)
-    rows = [dict(zip(t.header, r)) for r in t.rows]
-    hat_rows = [
-        r for r in rows if r["#"] in ("1", "2", "8") or "HAT's" in r["claim (paper)"]
-    ]
-    assert hat_rows and all(
-        "not done" in r["measure"] and r["ours"] == "–" and r["n"] == "–"
-        for r in hat_rows
+    rows = _rows(get("claims")(partial))
+    hat = [r for r in rows if r["#"] in ("1", "2", "8", "11", "15")]
+    hat += [r for r in rows if "HAT" in r["claim (paper)"] and r["#"] == "10"]
+    assert len(hat) == 11 and all(
+        "not done" in r["measure"] and r["ours"] == "–" and r["n"] == "–" for r in hat
     )
     assert all("not done" in r["measure"] for r in rows if r["#"] == "5")
-    assert all(
-        "not done" not in r["measure"] for r in rows if r["#"] in ("3", "4", "7")
-    )
-    assert "–" not in row(t, measure="T2 success")["ours"]
+    assert all("not done" not in r["measure"] for r in rows if r["#"] in "347")
 
 
-def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tables, tmp_path):
+def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tmp_path):
     measure = "MTP acceptance at concurrency 1 (HAT's replay)"
-    assert row(tables["claims"], measure=measure)["ours"] == "–"  # co-trained skipped
     root = make_sweep(tmp_path)
     folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
     done = json.loads((folder / "standalone" / "replay.json").read_text())
@@ -146,45 +203,41 @@ def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tables, tmp_p
                 **r,
                 "summary": {
                     **r["summary"],
-                    "mtp_acceptance_rate": rate + r["concurrency"],
+                    "mtp_acceptance_rate": rate / r["concurrency"],
                 },
             }
             for r in done["runs"]
-        ]  # other concurrencies are off by whole units: only c = 1 may be read
+        ]  # other concurrencies differ: only c = 1 may be read
         (folder / head).mkdir(exist_ok=True)
         (folder / head / "replay.json").write_text(json.dumps({**done, "runs": runs}))
-    got = row(get("claims")(load_sweep(root)), measure=measure)
-    assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")
+    got = _find(get("claims")(load_sweep(root)), "11", measure)
+    assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")  # .780-.735
     assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # one replay: no interval
 
 
 def test_forest_plot_draws_the_tables_estimates_and_the_papers_figures(sweep, tables):
     fig = figures.claims_forest(sweep)
-    want = {}  # tick label -> (ours: mean, lo, hi from the table's cells; paper)
-    for r in tables["claims"].rows:
-        cells = dict(zip(tables["claims"].header, r))
+    want = {}  # tick label -> (mean, lo, hi from the table's cells; paper; grey?)
+    for c, cells in zip(CLAIMS, _rows(tables["claims"]), strict=True):
         if m := OURS.match(cells["ours"]):
-            paper = None if cells["paper"] in ("> 0", "< 0") else _num(cells["paper"])
-            label = short_label(CLAIMS[tables["claims"].rows.index(r)])
-            want[label] = (*(_num(x) for x in m.group(1, 2, 3)), paper)
+            paper = None if cells["paper"] == "–" else _num(cells["paper"])
+            grey = cells["paper"].endswith("(real)")
+            want[c.short()] = (*(_num(x) for x in m.group(1, 2, 3)), paper, grey)
     got = {}
     for ax in fig.axes:
-        labels = [t.get_text() for t in ax.get_yticklabels()]
-        for i, label in enumerate(labels):
+        for i, label in enumerate(t.get_text() for t in ax.get_yticklabels()):
             at = [ln for ln in ax.lines if list(ln.get_ydata()) in ([i], [i, i])]
             bar = next(ln for ln in at if len(ln.get_xdata()) == 2)
             dot = next(ln for ln in at if ln.get_marker() == "o")
             diamond = [ln for ln in at if ln.get_marker() == "D"]
-            got[label] = (
-                dot.get_xdata()[0],
-                *bar.get_xdata(),
-                diamond[0].get_xdata()[0] if diamond else None,
-            )
+            paper = diamond[0].get_xdata()[0] if diamond else None
+            grey = bool(diamond) and diamond[0].get_color() == "0.55"
+            got[label] = (dot.get_xdata()[0], *bar.get_xdata(), paper, grey)
     assert got.keys() == want.keys() and len(fig.axes) == 2  # points; relative %
-    for label, (mean, lo, hi, paper) in want.items():
+    for label, (mean, lo, hi, paper, grey) in want.items():
         g = got[label]
         assert g[:3] == pytest.approx((mean, lo, hi), abs=0.051), label  # printed .1f
         assert g[3] == (None if paper is None else pytest.approx(paper)), label
+        assert g[4] == grey, label
     plt.close(fig)
-    empty = dataclasses.replace(sweep, runs=[])
-    assert figures.claims_forest(empty) is None
+    assert figures.claims_forest(dataclasses.replace(sweep, runs=[])) is None
