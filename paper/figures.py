@@ -251,7 +251,7 @@ def claims_forest(sweep: Sweep) -> Figure | None:
     sizes = [len(rows) for _, rows in panels]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(
-            len(panels), 1, figsize=(8.5, 1.2 + 0.38 * sum(sizes)),
+            len(panels), 1, figsize=(9.0, 1.2 + 0.38 * sum(sizes)),
             height_ratios=sizes, squeeze=False,
         )  # fmt: skip
         for ax, (title, rows) in zip(axes[:, 0], panels):

@@ -55,9 +55,11 @@ class Claim(NamedTuple):
     label: str = ""  # the runs, e.g. "HAT − base" (default: the needs joined by −)
 
     def short(self) -> str:
-        """E.g. "1. HAT − base: T1 success" (the figure's row label)."""
+        """E.g. "1. HAT − base: T1 success", "10. HAT: edit" (the figure's row
+        label)."""
         runs = self.label or " − ".join(SHORT[k] for k in self.needs)
-        return f"{self.number}. {runs}: {self.measure}"
+        measure = self.measure.replace(" (strict)", "").replace(REDUCTION, "edit")
+        return f"{self.number}. {runs}: {measure}"
 
 
 def _runs(sweep: Sweep, keys: Sequence[Key]) -> list[Run] | None:
@@ -249,7 +251,7 @@ CLAIMS: tuple[Claim, ...] = (
         (FIXED_OPD, FIXED, HSA_OPD, HSA),
         OPD_GAP,
         +1,
-        label="(fixed+OPD − fixed SFT) − (HSA+OPD − HSA-SFT)",
+        label="OPD's gain after fixed − after HSA-SFT",
     ),
     *_ifeval(
         7,
