@@ -54,6 +54,7 @@ SUMMARY = {
     "mtp_acceptance_rate": (),
     "mtp_mean_accepted_length": (),
 }
+SHARES = ("reply_rate", "share_under_15s", "mtp_acceptance_rate")  # in [0, 1]
 LEVELS = (1, 4, 8)  # the rows shown when there is no replay
 SPREAD_KEYS = ("p50", "p95", "p99", "goodput")  # shown with [lo, hi] (repeats)
 REPLY_FLOOR = 0.95  # serving.metrics.REPLY_FLOOR: rows answering less are flagged
@@ -122,7 +123,9 @@ def check_replay(result: Any, path: Path) -> dict:
         for key, subs in SUMMARY.items():
             at = f"{name}.summary.{key}"
             if not subs:
-                number(summary, key, where, at)
+                x = number(summary, key, where, at)
+                if key in SHARES and x is not None and not 0 <= x <= 1:  # NaN passes
+                    raise DataError(f"{where}: field '{at}' must be in [0, 1], got {x}")
                 continue
             block = field(summary, key, where, dict, label=at)
             for sub in subs:

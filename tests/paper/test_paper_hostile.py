@@ -249,6 +249,18 @@ CASES = {
         "replay.json",
         "field 'runs[0].summary.reply_rate' must be a number or null",
     ),
+    "replay_acceptance_above_one": (
+        _replay({**GOOD_REPLAY, "mtp_acceptance_rate": 1.716}),
+        "claims",  # claim 11 reads the HAT run's replay
+        "replay.json",
+        "field 'runs[0].summary.mtp_acceptance_rate' must be in [0, 1], got 1.716",
+    ),
+    "replay_reply_rate_negative": (
+        _replay({**GOOD_REPLAY, "reply_rate": -0.5}),
+        "latency",
+        "replay.json",
+        "field 'runs[0].summary.reply_rate' must be in [0, 1], got -0.5",
+    ),
     "trace_header_list": (
         {**_replay(GOOD_REPLAY), "r1/replay/trace.jsonl": [[1]]},
         "latency",
