@@ -82,6 +82,8 @@ def claim_row(sweep: Sweep, c: Claim) -> list[str]:
     missing = missing_runs(sweep, c)
     s = estimate(sweep, c)
     measure = c.measure + (f" ({', '.join(missing)} not done)" if missing else "")
+    if s is None and not missing:  # done, but nothing to read: say so
+        measure += " (not measured by these runs)"
     ours = ci(s, mark=True) if c.relative else diff(s)
     paper = paper_cell(c.paper, signed=not c.relative) + (REAL if c.proxy else "")
     n = s.n if s is not None and s.lo is not None else None

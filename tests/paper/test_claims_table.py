@@ -137,6 +137,9 @@ def test_readings_follow_the_printed_interval_and_the_claimed_sign(tables):
     for cells in _rows(tables["claims"]):
         if cells["#"] == "11":  # no replay with a co-trained head in the fake sweep
             assert cells["ours"] == "–" and cells[HEADER[-1]] == "–"
+            assert cells["measure"].endswith(
+                "(HAT's replay) (not measured by these runs)"
+            )
             continue
         m = OURS.match(cells["ours"])
         assert m, cells["ours"]
