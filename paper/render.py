@@ -104,9 +104,7 @@ def paper_cell(x: float | None, signed: bool = False) -> str:
         return MISSING
     places = next((k for k in (1, 2) if abs(round(x, k) - x) < 1e-9), 3)
     text = f"{x:.{places}f}"  # 94.6 - 75.4 (19.1999...) prints 19.2
-    if signed:
-        text = ("+" if x > 0 else "−" if x < 0 else "+") + text.lstrip("-")
-    return text
+    return ("−" if x < 0 else "+") + text.lstrip("-") if signed else text
 
 
 @dataclasses.dataclass
