@@ -209,13 +209,27 @@ def check_metric_rows(rows: list[dict], path: Path) -> list[dict]:
     return rows
 
 
+def _duration(obj: dict, key: str, where: str) -> float | None:
+    """``obj[key]``: seconds, a finite number >= 0 (absent or null: None)."""
+    value = number(obj, key, where, key)
+    if value is not None and not 0.0 <= value < float("inf"):
+        raise DataError(f"{where}: field '{key}' must be seconds >= 0, got {value}")
+    return value
+
+
 def check_done(done: Any, path: Path) -> dict:
     """A step's ``done.json``: ``{"step", "kind", "seconds", "finished",
-    "spec", "info": {"steps"}}``."""
+    "spec", "info": {"steps"}}``, and from drivers that time every attempt
+    (`experiments.driver.attempts`) ``"attempts"``, ``"seconds_all"`` and
+    ``"untimed_before"``."""
     where = shown(path)
     expect_object(done, where, "a JSON object {'seconds', 'finished', ...}")
     field(done, "seconds", where, float)
-    number(done, "seconds", where, "seconds")
+    _duration(done, "seconds", where)
+    _duration(done, "seconds_all", where)
+    if count(done, "attempts", where, "attempts") == 0:
+        raise DataError(f"{where}: field 'attempts' must be >= 1, got 0")
+    field(done, "untimed_before", where, (bool, NONE), default=None)
     for key in ("step", "kind", "finished"):
         field(done, key, where, (str, NONE), default=None)
     field(done, "spec", where, (dict, NONE), default=None)

@@ -16,7 +16,8 @@ folders and compute it once. As a step's hash holds its inputs' hashes, a
 change to one step's code (`experiments.driver.codehash`) or config gives it
 and every step after it new folders; the others are kept. A step is finished
 when its ``done.json`` exists;
-it is written last and atomically. An unfinished folder is handed to the step
+it is written last and atomically, with the step's wall time over all its
+attempts (`experiments.driver.attempts`). An unfinished folder is handed to the step
 again, and the step resumes in it (train stages from their checkpoints, eval
 from its records). A lock file per step (``_steps/.locks/``) keeps parallel runs
 from computing the same step twice.
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.driver import codehash, registry
+from experiments.driver import attempts, codehash, registry
 from hat_jax import provenance
 
 STEPS_DIR = "_steps"
@@ -222,19 +223,20 @@ def execute(
             return Outcome(step, float(record["seconds"]), True, record["info"])
         if before is not None:
             before(step)
-        step.path.mkdir(parents=True, exist_ok=True)
         params = resolved(step, planned)
-        t0 = time.perf_counter()
-        try:
-            info = registry.get(step.kind).run(params, step.path, progress=progress)
-        finally:
-            release_memory()
-        seconds = time.perf_counter() - t0
+        with attempts.Clock(step.path) as clock:
+            t0 = time.perf_counter()
+            try:
+                info = registry.get(step.kind).run(params, step.path, progress=progress)
+            finally:
+                release_memory()
+            seconds = time.perf_counter() - t0
         record = {
             "step": step.name,
             "kind": step.kind,
             "hash": step.hash,
-            "seconds": seconds,
+            "seconds": seconds,  # this attempt; all attempts: clock.summary()
+            **clock.summary(),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "spec": step.spec,
             "info": info or {},

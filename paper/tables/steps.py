@@ -3,12 +3,14 @@
 One row per step folder the sweep's runs use (``Run.step_folders``: the done
 runs', then those of runs started but not done), each once, in pipeline order
 (the order the runs list them, first use first): the step, the first run using
-it and how many do, its kind, the compute seconds its ``done.json`` records (or
-"–": not finished) and, for train steps, the steps trained (the last logged
-step, else ``done.json``'s), ``train/loss``, ``train/accuracy`` and
-``train/decision_accuracy`` (each the mean of its last ``TAIL`` logged values),
-and for RL steps the last ``eval/success``. The last row is the total: shared
-steps count once, so it is the sweep's compute time (`make reproduce`'s record).
+it and how many do, its kind, the wall seconds its ``done.json`` records over
+all its attempts (``seconds_all``; older drivers timed only the last attempt,
+which a note names; "–": not finished) and, for train steps, the steps
+trained (the last logged step, else ``done.json``'s), ``train/loss``,
+``train/accuracy`` and ``train/decision_accuracy`` (each the mean of its last
+``TAIL`` logged values), and for RL steps the last ``eval/success``. The last
+row is the total: shared steps count once, so it is the sweep's compute time
+(`make reproduce`'s record).
 """
 
 from __future__ import annotations
@@ -55,7 +57,23 @@ class StepFolder:
 
     @property
     def seconds(self) -> float | None:
-        return None if self.done is None else float(self.done["seconds"])
+        """Wall seconds over all timed attempts (older drivers: the last one)."""
+        if self.done is None:
+            return None
+        return float(self.done.get("seconds_all", self.done["seconds"]))
+
+    @property
+    def attempts(self) -> int | None:
+        """How many timed attempts it took (None: a driver that did not count)."""
+        return None if self.done is None else self.done.get("attempts")
+
+    @property
+    def untimed(self) -> bool:
+        """Whether some of its time is missing from ``seconds``: attempts before
+        the driver timed them, or a driver that timed only the last one."""
+        if self.done is None:
+            return False
+        return bool(self.done.get("untimed_before")) or "seconds_all" not in self.done
 
     @property
     def finished(self) -> str | None:
@@ -146,6 +164,28 @@ def duration(seconds: float) -> str:
     return (f"{h} h {m:02d} min" if h else f"{m} min") + f" {s:02d} s"
 
 
+def _attempt_notes(steps: list[StepFolder]) -> list[str]:
+    """Which steps were resumed, and which times are incomplete."""
+    done = [s for s in steps if s.done is not None]
+    resumed = [
+        f"{s.name} ({s.runs[0]}, {s.attempts})" for s in done if (s.attempts or 1) > 1
+    ]
+    partial = [f"{s.name} ({s.runs[0]})" for s in done if s.untimed]
+    notes = []
+    if resumed:
+        notes.append(
+            "Resumed after a stop (attempts): " + ", ".join(resumed) + "; their "
+            "seconds add up every attempt's wall time, stopped time included."
+        )
+    if partial:
+        notes.append(
+            "Times that may miss earlier attempts (a driver that timed only the "
+            "last attempt wrote them, or an untimed attempt left work behind), so "
+            "the total is a lower bound: " + ", ".join(partial) + "."
+        )
+    return notes
+
+
 def _not_done(sweep: Sweep) -> list[str]:
     if not sweep.skipped:
         return []
@@ -170,6 +210,7 @@ def steps_table(sweep: Sweep) -> Table:
     notes = [f"Total: {duration(total)} of compute over {len(steps)} steps."]
     if unfinished:
         notes.append(f"No done.json (not finished): {', '.join(unfinished)}.")
+    notes += _attempt_notes(steps)
     return Table(
         name="steps",
         title="Steps and their time",
@@ -177,7 +218,8 @@ def steps_table(sweep: Sweep) -> Table:
             f"Every step of the sweep's runs (done or not) at {sweep.scale_note()}, "
             "once each (shared steps count once), in pipeline order: the first run "
             "using it "
-            "and how many do, its kind, the compute seconds its done.json records "
+            "and how many do, its kind, the wall seconds it took over all its "
+            "attempts (its done.json) "
             "and, for train steps, the steps trained, the train loss, token and "
             f"decision accuracy in % (each the mean of its last {TAIL} logged "
             "values) and, for RL, the last held-out success in %."

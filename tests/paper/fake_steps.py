@@ -4,7 +4,8 @@ Every run lists (config.json's ``step_folders``, pipeline order) the shared data
 steps ``DATA`` under ``ROOT/_steps/<name>-<hash>/``, the train steps (its
 ``stages`` workdirs: the base one shared, the others its own), a
 ``sim_wo_<dim>`` data step when it leaves a dimension out, its own eval step and
-its replay. Each folder gets a ``done.json`` ("seconds" from ``SECONDS``,
+its replay. Each folder gets a ``done.json`` ("seconds" and "seconds_all" from
+``SECONDS``, one attempt,
 "finished" a minute after the previous one of the sweep) except the eval step of a
 run in ``unfinished``.
 """
@@ -60,6 +61,9 @@ def _done(path: Path, name: str, spec: dict, info: dict, clock) -> None:
         "kind": spec["kind"],
         "hash": path.name.rsplit("-", 1)[-1],
         "seconds": SECONDS[key],
+        "attempts": 1,
+        "seconds_all": SECONDS[key],
+        "untimed_before": False,
         "finished": finished(clock[0]),
         "spec": spec,
         "info": info,

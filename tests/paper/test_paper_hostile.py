@@ -213,6 +213,42 @@ CASES = {
         "done.json",
         "field 'finished' must be a string or null",
     ),
+    "done_seconds_negative": (
+        _steps(done={"seconds": -1.0}),
+        "steps",
+        "done.json",
+        "field 'seconds' must be seconds >= 0, got -1.0",
+    ),
+    "done_seconds_all_nan": (
+        _steps(done={"seconds": 1.0, "seconds_all": float("nan")}),
+        "steps",
+        "done.json",
+        "field 'seconds_all' must be seconds >= 0, got nan",
+    ),
+    "done_seconds_all_string": (
+        _steps(done={"seconds": 1.0, "seconds_all": "1 h"}),
+        "steps",
+        "done.json",
+        "field 'seconds_all' must be a number or null, got string",
+    ),
+    "done_attempts_zero": (
+        _steps(done={"seconds": 1.0, "attempts": 0}),
+        "steps",
+        "done.json",
+        "field 'attempts' must be >= 1, got 0",
+    ),
+    "done_attempts_float": (
+        _steps(done={"seconds": 1.0, "attempts": 1.5}),
+        "steps",
+        "done.json",
+        "field 'attempts' must be an integer or null",
+    ),
+    "done_untimed_string": (
+        _steps(done={"seconds": 1.0, "untimed_before": "yes"}),
+        "steps",
+        "done.json",
+        "field 'untimed_before' must be true or false or null",
+    ),
     "metrics_string_value": (
         _steps(metrics=[{"step": 1, "train/loss": "x"}]),
         "steps",

@@ -144,6 +144,39 @@ def test_unfinished_step_and_runs_without_step_folders(sweep_root, tmp_path):
     assert ("eval", "base") not in got
 
 
+def test_resumed_steps_count_every_attempt(sweep_root, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    before = float(get("steps")(load_sweep(root)).rows[-1][4])
+    sft = root / "stages" / "sft_sft_fixed" / "done.json"
+    done = json.loads(sft.read_text())
+    # killed twice: the finishing attempt took 40 s, all three 100 s
+    sft.write_text(json.dumps(done | {"attempts": 3, "seconds_all": 100.0}))
+    base_eval = next(p for p, step, runs in _folders(root) if step == "eval")
+    old = json.loads((base_eval / "done.json").read_text())
+    for key in ("attempts", "seconds_all", "untimed_before"):
+        del old[key]  # an older driver: the last attempt's seconds only
+    (base_eval / "done.json").write_text(json.dumps(old))
+    t = get("steps")(load_sweep(root))
+    got = _by_step(t)
+    assert got[("sft", "sft_fixed")]["seconds"] == "100.0"
+    assert got[("eval", "base")]["seconds"] == f"{old['seconds']:.1f}"
+    assert float(t.rows[-1][4]) == pytest.approx(before + 100.0 - done["seconds"])
+    assert t.notes[2:4] == [
+        "Resumed after a stop (attempts): sft (sft_fixed, 3); their seconds add up "
+        "every attempt's wall time, stopped time included.",
+        "Times that may miss earlier attempts (a driver that timed only the last "
+        "attempt wrote them, or an untimed attempt left work behind), so the total "
+        "is a lower bound: eval (base).",
+    ]
+    done2 = done | {"attempts": 2, "seconds_all": 90.0, "untimed_before": True}
+    sft.write_text(json.dumps(done2))
+    notes = get("steps")(load_sweep(root)).notes
+    assert (
+        "sft (sft_fixed, 2)" in notes[2] and "eval (base), sft (sft_fixed)" in notes[3]
+    )
+
+
 def test_tail_mean_and_duration():
     rows = [{"a": float(i)} for i in range(8)] + [{"b": 1.0}, {"a": None}]
     assert tail_mean(rows, "a") == pytest.approx(5.0)  # 3..7

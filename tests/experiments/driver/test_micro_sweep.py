@@ -112,6 +112,11 @@ def test_micro_sweep_layout_resume_and_dedup(tmp_path, xla_cache, computed):
     opd = json.loads((root / folders["hat"]["opd"] / "config.json").read_text())
     assert Path(opd["init_teacher_from"]).name == Path(folders["hat"]["base"]).name
     assert Path(opd["init_from"]).name == Path(folders["hat"]["sft"]).name
+    # the interrupted OPD step's time counts both its attempts; the others one
+    done = json.loads((root / folders["hat"]["opd"] / "done.json").read_text())
+    assert done["attempts"] == 2 and done["seconds_all"] > done["seconds"] > 0
+    rl = json.loads((root / folders["hat"]["rl"] / "done.json").read_text())
+    assert rl["attempts"] == 1 and rl["untimed_before"] is False
     steps = json.loads((root / "hat" / "config.json").read_text())["step_folders"]
     _check_replay(root, {**folders["hat"], "replay": steps["replay"]})
     link = root / "hat" / "replay"  # the run folder links its replay, like eval/
