@@ -120,7 +120,8 @@ def _records_path(run: Run):
 
 def _reduction_gap(a: Key, b: Key):
     """a's relative error reduction minus b's over the questions both
-    completed under the same error measure, paired bootstrap over them."""
+    completed under the same error measure, paired bootstrap over them (no
+    interval when either run had fewer than ``edit.MIN_WRONG`` wrong before)."""
 
     def red(before, after):
         m = before.mean(-1)
@@ -146,6 +147,8 @@ def _reduction_gap(a: Key, b: Key):
             value = float(red(arrays[0], arrays[1]) - red(arrays[2], arrays[3]))
         if not math.isfinite(value):
             return None
+        if min(arrays[0].sum(), arrays[2].sum()) < edit.MIN_WRONG:
+            return Stat(value, n=len(qs))  # too few wrong before to bootstrap
         return _contrast(
             lambda ba, aa, bb, ab: red(ba, aa) - red(bb, ab), arrays, value
         )

@@ -4,7 +4,8 @@ From each run's edit records: a question's error before and after the edit is
 1 − success when every record holds ``success``, else 1 − accuracy (the
 "error =" column says which); complete questions only. Error rates have Wilson
 intervals; the relative reduction (before − after) / before its paired
-bootstrap interval over questions (``hat_jax.eval.stats.error_reduction``). A
+bootstrap interval over questions (``hat_jax.eval.stats.error_reduction``;
+none with fewer than ``MIN_WRONG`` questions wrong before). A
 run without records shows its summary's ``extra.error`` (bootstrap intervals),
 read as 1 − success when that summary has the success metric.
 """
@@ -25,6 +26,12 @@ from paper.tables.registry import register, skipped_note
 
 SUITE = "edit"
 SIDES = ("before", "after")
+# The reduction's bootstrap leaves out the resamples with nothing wrong before
+# (a zero denominator): about e^-k of them with k questions wrong, so below
+# MIN_WRONG its interval stands on a biased sample (one wrong question gives
+# [100, 100] from the two thirds of resamples that hold it). Such a reduction is
+# shown without an interval and not read.
+MIN_WRONG = 10
 # pipeline -> the paper's number (naive SFT read as fixed-harness SFT)
 PAPER = {
     ("hsa", True, True): reported.EDIT_REDUCTION["HAT"],
@@ -84,15 +91,19 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
         return f"1 − {measure}", None, None, None
     red = error_reduction(before, after)["reduction"]
     red = Stat.from_summary(red) if red["value"] is not None else None
+    if red is not None and sum(before) < MIN_WRONG:
+        red = Stat(red.mean, n=red.n)
     b, a = (Stat.from_summary(case_mean_ci(x)) for x in (before, after))
     return f"1 − {measure}", b, a, red
 
 
 @register("edit")
 def edit_table(sweep: Sweep) -> Table:
-    rows = []
+    rows, few = [], []
     for run in sweep.runs:
         label, before, after, red = edit_stats(run)
+        if red is not None and red.lo is None and run.records(SUITE) is not None:
+            few.append(run.meta.row)
         n = before.n if before is not None else None
         paper = (
             MISSING if run.meta.leave_out else paper_cell(PAPER.get(run.meta.pipeline))
@@ -124,6 +135,15 @@ def edit_table(sweep: Sweep) -> Table:
         rows=rows,
         notes=[
             "Naive SFT in the paper is read as fixed-harness SFT.",
+            *(
+                [
+                    f"Fewer than {MIN_WRONG} questions wrong before the edit, so "
+                    "the reduction has no interval (its bootstrap would lose the "
+                    "resamples with nothing wrong before): " + ", ".join(few) + "."
+                ]
+                if few
+                else []
+            ),
             *skipped_note(sweep),
         ],
     )

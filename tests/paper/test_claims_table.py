@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import re
+import shutil
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -244,3 +245,35 @@ def test_forest_plot_draws_the_tables_estimates_and_the_papers_figures(sweep, ta
         assert g[4] == grey, label
     plt.close(fig)
     assert figures.claims_forest(dataclasses.replace(sweep, runs=[])) is None
+
+
+@pytest.mark.parametrize("wrong", [3, 10])
+def test_a_reduction_over_few_wrong_questions_is_not_read(sweep_root, tmp_path, wrong):
+    """HAT wrong on ``wrong`` questions before the edit, on none after: below
+    MIN_WRONG (10) the reduction (100 %) and its gap have no interval, so no
+    reading, and the edit table says why; at 10 both are bootstrapped."""
+    root = tmp_path / "root"
+    shutil.copytree(sweep_root, root, symlinks=True)
+    path = root / "hat" / "eval" / "edit" / "records.jsonl"
+    recs = read(root, "hat", "edit")
+    questions = sorted({r["tags"]["question"] for r in recs})
+    for r in recs:
+        bad = (
+            r["tags"]["edit"] == "before" and r["tags"]["question"] in questions[:wrong]
+        )
+        r["scores"]["success"] = 0.0 if bad else 1.0
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    sweep = load_sweep(root)
+    claims, edit = get("claims")(sweep), get("edit")(sweep)
+    hat, gap = _find(claims, "10", EDIT, 0), _find(claims, "10", EDIT, 2)
+    note = [n for n in edit.notes if n.startswith("Fewer than 10 questions wrong")]
+    if wrong < 10:
+        assert row(edit, run="HAT")["reduction"] == "100.0"
+        assert hat["ours"] == "100.0" and hat["n"] == "–"
+        assert [hat[h] for h in HEADER[-3:]] == ["yes", "–", "–"]
+        assert "[" not in gap["ours"] and gap[HEADER[-2]] == "–"
+        assert note and note[0].endswith(": HAT.")
+    else:
+        assert row(edit, run="HAT")["reduction"] == "100.0 [100.0, 100.0] *"
+        assert hat[HEADER[-2]] == "yes" and "[" in gap["ours"]
+        assert not note
