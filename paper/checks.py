@@ -225,8 +225,12 @@ def check_done(done: Any, path: Path) -> dict:
     where = shown(path)
     expect_object(done, where, "a JSON object {'seconds', 'finished', ...}")
     field(done, "seconds", where, float)
-    _duration(done, "seconds", where)
-    _duration(done, "seconds_all", where)
+    last, total = (_duration(done, k, where) for k in ("seconds", "seconds_all"))
+    if total is not None and last is not None and total < last:
+        raise DataError(
+            f"{where}: field 'seconds_all' ({total}) is below 'seconds' ({last}): "
+            "all attempts cannot take less than the last one"
+        )
     if count(done, "attempts", where, "attempts") == 0:
         raise DataError(f"{where}: field 'attempts' must be >= 1, got 0")
     field(done, "untimed_before", where, (bool, NONE), default=None)

@@ -271,7 +271,11 @@ def claims_forest(sweep: Sweep) -> Figure | None:
         ours = plt.Line2D([], [], color="C0", marker="o", lw=2.5)
         paper = plt.Line2D([], [], color="C3", marker="D", mfc="none", ls="none")
         real = plt.Line2D([], [], color="0.55", marker="D", mfc="none", ls="none")
-        names = ["ours (95 % CI)", "paper", "paper's real IFEval (proxy rows)"]
+        names = [
+            "ours (bar: 95 % CI; dot alone: none)",
+            "paper",
+            "paper's real IFEval (proxy rows)",
+        ]
         fig.legend(
             [ours, paper, real], names, loc="upper center",
             bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False,

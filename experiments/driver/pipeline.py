@@ -39,6 +39,7 @@ from typing import Any
 
 from experiments.driver import attempts, codehash, registry
 from hat_jax import provenance
+from hat_jax.jsonl import write_text_atomic
 
 STEPS_DIR = "_steps"
 DONE = "done.json"
@@ -172,11 +173,9 @@ def resolved(step: Step, planned: Mapping[str, Step]) -> dict[str, Any]:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Writes JSON atomically (a temporary file renamed over the target)."""
+    """Writes JSON atomically (a fresh temporary file renamed over the target)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str))
 
 
 @contextlib.contextmanager

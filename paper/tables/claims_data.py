@@ -147,7 +147,8 @@ def _reduction_gap(a: Key, b: Key):
             value = float(red(arrays[0], arrays[1]) - red(arrays[2], arrays[3]))
         if not math.isfinite(value):
             return None
-        if min(arrays[0].sum(), arrays[2].sum()) < edit.MIN_WRONG:
+        wrong = min(np.count_nonzero(arrays[0]), np.count_nonzero(arrays[2]))
+        if wrong < edit.MIN_WRONG:
             return Stat(value, n=len(qs))  # too few wrong before to bootstrap
         return _contrast(
             lambda ba, aa, bb, ab: red(ba, aa) - red(bb, ab), arrays, value

@@ -28,7 +28,8 @@ SUITE = "edit"
 SIDES = ("before", "after")
 # The reduction's bootstrap leaves out the resamples with nothing wrong before
 # (a zero denominator): about e^-k of them with k questions wrong, so below
-# MIN_WRONG its interval stands on a biased sample (one wrong question gives
+# MIN_WRONG questions wrong (any error above 0) its interval stands on a biased
+# sample (one wrong question gives
 # [100, 100] from the two thirds of resamples that hold it). Such a reduction is
 # shown without an interval and not read.
 MIN_WRONG = 10
@@ -84,6 +85,10 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
         has = "success" in ((run.suite(SUITE) or {}).get("metrics") or {})
         label = f"1 − {'success' if has else 'accuracy'} (summary)"
         get = [run.extra_stat(SUITE, "error", k) for k in (*SIDES, "reduction")]
+        before, red = get[0], get[2]
+        if red is not None and before is not None and before.mean is not None:
+            if before.mean * before.n < MIN_WRONG:  # a summary holds no per-question
+                get[2] = Stat(red.mean, n=red.n)  # errors: at most this many wrong
         return (label, *get) if run.suite(SUITE) else (MISSING, None, None, None)
     where = shown(run.path / "eval" / SUITE / "records.jsonl")
     measure, before, after = errors(recs, where)
@@ -91,7 +96,7 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
         return f"1 − {measure}", None, None, None
     red = error_reduction(before, after)["reduction"]
     red = Stat.from_summary(red) if red["value"] is not None else None
-    if red is not None and sum(before) < MIN_WRONG:
+    if red is not None and sum(e > 0 for e in before) < MIN_WRONG:
         red = Stat(red.mean, n=red.n)
     b, a = (Stat.from_summary(case_mean_ci(x)) for x in (before, after))
     return f"1 − {measure}", b, a, red
@@ -102,7 +107,7 @@ def edit_table(sweep: Sweep) -> Table:
     rows, few = [], []
     for run in sweep.runs:
         label, before, after, red = edit_stats(run)
-        if red is not None and red.lo is None and run.records(SUITE) is not None:
+        if red is not None and red.lo is None:  # MIN_WRONG (edit_stats)
             few.append(run.meta.row)
         n = before.n if before is not None else None
         paper = (

@@ -60,7 +60,8 @@ class StepFolder:
         """Wall seconds over all timed attempts (older drivers: the last one)."""
         if self.done is None:
             return None
-        return float(self.done.get("seconds_all", self.done["seconds"]))
+        total = self.done.get("seconds_all")
+        return float(self.done["seconds"] if total is None else total)
 
     @property
     def attempts(self) -> int | None:
@@ -73,7 +74,8 @@ class StepFolder:
         the driver timed them, or a driver that timed only the last one."""
         if self.done is None:
             return False
-        return bool(self.done.get("untimed_before")) or "seconds_all" not in self.done
+        untimed = self.done.get("untimed_before")
+        return bool(untimed) or self.done.get("seconds_all") is None
 
     @property
     def finished(self) -> str | None:
@@ -175,7 +177,8 @@ def _attempt_notes(steps: list[StepFolder]) -> list[str]:
     if resumed:
         notes.append(
             "Resumed after a stop (attempts): " + ", ".join(resumed) + "; their "
-            "seconds add up every attempt's wall time, stopped time included."
+            "seconds add up every attempt's wall time (stopped time included; "
+            "a killed attempt's last half minute is lost)."
         )
     if partial:
         notes.append(

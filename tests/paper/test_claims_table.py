@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from refs import PR, boot, common, diff_text, interval, read, row, signed
 
+from hat_jax.eval.stats import error_reduction
 from paper import figures
 from paper.results import Stat, load_sweep
 from paper.tables import get, latency
@@ -265,15 +266,30 @@ def test_a_reduction_over_few_wrong_questions_is_not_read(sweep_root, tmp_path, 
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     sweep = load_sweep(root)
     claims, edit = get("claims")(sweep), get("edit")(sweep)
+    # the same errors as a summary only (a run evaluated without records)
+    errors = {}
+    for r in recs:
+        errors.setdefault(r["tags"]["question"], {})[r["tags"]["edit"]] = (
+            1.0 - r["scores"]["success"]
+        )
+    summary_path = root / "hat" / "eval" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["suites"]["edit"]["extra"]["error"] = error_reduction(
+        *([errors[q][side] for q in questions] for side in ("before", "after"))
+    )
+    summary_path.write_text(json.dumps(summary))
+    path.unlink()
+    from_summary = row(get("edit")(load_sweep(root)), run="HAT")["reduction"]
     hat, gap = _find(claims, "10", EDIT, 0), _find(claims, "10", EDIT, 2)
     note = [n for n in edit.notes if n.startswith("Fewer than 10 questions wrong")]
     if wrong < 10:
-        assert row(edit, run="HAT")["reduction"] == "100.0"
+        assert row(edit, run="HAT")["reduction"] == from_summary == "100.0"
         assert hat["ours"] == "100.0" and hat["n"] == "–"
         assert [hat[h] for h in HEADER[-3:]] == ["yes", "–", "–"]
         assert "[" not in gap["ours"] and gap[HEADER[-2]] == "–"
         assert note and note[0].endswith(": HAT.")
     else:
         assert row(edit, run="HAT")["reduction"] == "100.0 [100.0, 100.0] *"
+        assert from_summary == "100.0 [100.0, 100.0] *"
         assert hat[HEADER[-2]] == "yes" and "[" in gap["ours"]
         assert not note

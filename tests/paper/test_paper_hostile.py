@@ -231,6 +231,12 @@ CASES = {
         "done.json",
         "field 'seconds_all' must be a number or null, got string",
     ),
+    "done_seconds_all_below_last": (
+        _steps(done={"seconds": 5.0, "seconds_all": 2.0}),
+        "steps",
+        "done.json",
+        "field 'seconds_all' (2.0) is below 'seconds' (5.0)",
+    ),
     "done_attempts_zero": (
         _steps(done={"seconds": 1.0, "attempts": 0}),
         "steps",

@@ -164,11 +164,17 @@ def test_resumed_steps_count_every_attempt(sweep_root, tmp_path):
     assert float(t.rows[-1][4]) == pytest.approx(before + 100.0 - done["seconds"])
     assert t.notes[2:4] == [
         "Resumed after a stop (attempts): sft (sft_fixed, 3); their seconds add up "
-        "every attempt's wall time, stopped time included.",
+        "every attempt's wall time (stopped time included; a killed attempt's last "
+        "half minute is lost).",
         "Times that may miss earlier attempts (a driver that timed only the last "
         "attempt wrote them, or an untimed attempt left work behind), so the total "
         "is a lower bound: eval (base).",
     ]
+    nulls = done | {"attempts": None, "seconds_all": None, "untimed_before": None}
+    sft.write_text(json.dumps(nulls))  # null: not recorded, as an older driver
+    t = get("steps")(load_sweep(root))
+    assert _by_step(t)[("sft", "sft_fixed")]["seconds"] == f"{done['seconds']:.1f}"
+    assert "eval (base), sft (sft_fixed)" in t.notes[2]
     done2 = done | {"attempts": 2, "seconds_all": 90.0, "untimed_before": True}
     sft.write_text(json.dumps(done2))
     notes = get("steps")(load_sweep(root)).notes
