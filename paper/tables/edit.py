@@ -27,11 +27,10 @@ from paper.tables.registry import register, skipped_note
 SUITE = "edit"
 SIDES = ("before", "after")
 # The reduction's bootstrap leaves out the resamples with nothing wrong before
-# (a zero denominator): about e^-k of them with k questions wrong, so below
-# MIN_WRONG questions wrong (any error above 0) its interval stands on a biased
-# sample (one wrong question gives
-# [100, 100] from the two thirds of resamples that hold it). Such a reduction is
-# shown without an interval and not read.
+# (a zero denominator): about e^-k of them with k questions wrong (any error
+# above 0), so below MIN_WRONG its interval stands on a biased sample (one wrong
+# question gives [100, 100] from the two thirds of resamples that hold it). Such
+# a reduction is shown without an interval and not read.
 MIN_WRONG = 10
 # pipeline -> the paper's number (naive SFT read as fixed-harness SFT)
 PAPER = {
@@ -87,8 +86,10 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
         get = [run.extra_stat(SUITE, "error", k) for k in (*SIDES, "reduction")]
         before, red = get[0], get[2]
         if red is not None and before is not None and before.mean is not None:
-            if before.mean * before.n < MIN_WRONG:  # a summary holds no per-question
-                get[2] = Stat(red.mean, n=red.n)  # errors: at most this many wrong
+            # no per-question errors in a summary: mean x n, a lower bound on
+            # the questions wrong, is what it can tell
+            if before.mean * before.n < MIN_WRONG:
+                get[2] = Stat(red.mean, n=red.n)
         return (label, *get) if run.suite(SUITE) else (MISSING, None, None, None)
     where = shown(run.path / "eval" / SUITE / "records.jsonl")
     measure, before, after = errors(recs, where)
