@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.driver import codehash, pipeline
+from experiments.driver import attempts, codehash, pipeline
 from experiments.driver.progress import Progress, clock, resume_point
 
 PARTS = ("params", "inputs", "fingerprint", "version", "code")
@@ -138,9 +138,13 @@ def plan_of(runs, root: str | Path) -> list[Planned]:
                 if s.done:
                     found[s.path] = Planned(s, "cached", "")
                 elif s.path.exists():
-                    why = "an unfinished attempt"
+                    notes = []
                     if point := resume_point(s.path):
-                        why += f" (checkpoint at step {point[0]:,} of {point[1]:,})"
+                        notes.append(f"checkpoint at step {point[0]:,} of {point[1]:,}")
+                    if so_far := attempts.spent(s.path):
+                        notes.append(so_far)
+                    why = "an unfinished attempt"
+                    why += f" ({'; '.join(notes)})" if notes else ""
                     found[s.path] = Planned(s, "resume", why)
                 else:
                     found[s.path] = Planned(s, "run", why_run(s, root))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -262,6 +263,22 @@ def test_why_a_step_would_run(src, tmp_path, monkeypatch):
         assert resume_point(new.path) is None and left_share(new) == 1.0
     (new.path / "config.json").write_text(json.dumps({"train": {"steps": 200}}))
     assert resume_point(new.path) == (200, 200)  # a checkpoint past the steps
+    # the attempts' clock: the time they took so far
+    record = {"attempts": [{"seconds": 3000.4}, {"seconds": 1000.0}]}
+    (new.path / "attempts.json").write_text(
+        json.dumps(record | {"untimed_before": True})
+    )
+    (planned,) = dryrun.plan_of([_Run("r", [new])], root)
+    assert planned.why == (
+        "an unfinished attempt (checkpoint at step 200 of 200; "
+        "1:06:40 over 2 timed attempts, earlier ones untimed)"
+    )
+    shutil.rmtree(new.path / "ckpt")
+    (new.path / "attempts.json").write_text(
+        json.dumps({"attempts": [{"seconds": 59.6}], "untimed_before": False})
+    )
+    (planned,) = dryrun.plan_of([_Run("r", [new])], root)
+    assert planned.why == "an unfinished attempt (0:01:00 over 1 timed attempt)"
 
     old = root / "_steps" / "y-000000000000"  # a folder from before recorded keys
     old.mkdir(parents=True)
