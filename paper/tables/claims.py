@@ -119,7 +119,10 @@ def claims_table(sweep: Sweep) -> Table:
             "= +2.9 against HAT − base +2.0). Claim 3 has no figure: its sign is "
             "the paper's thesis. It reports only the real IFEval: a proxy row's "
             "figure (real) is the real IFEval's, for comparison.",
-            "MTP acceptance comes from one replay per head (no interval). Not "
+            "MTP acceptance (claim 11): accepted over proposed draft tokens at "
+            "concurrency 1, the two heads' replays of the same trace paired by "
+            "message (paired bootstrap over the messages; no interval from an "
+            "endpoint's replay, whose turns carry no draft counts). Not "
             "here: the RL chain-of-thought length cuts (not modelled in this "
             "world), latency and MTP speed-up (the latency table), harness "
             "evolution (hat evolve's own table), the online A/B test.",

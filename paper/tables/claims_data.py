@@ -17,11 +17,12 @@ from typing import NamedTuple
 import numpy as np
 
 from hat_jax.eval.stats import bootstrap
+from hat_jax.jsonl import read_json
 from hat_jax.printable import shown
 from paper import reported
 from paper.compare import run_paired
 from paper.results import Run, Stat, Sweep
-from paper.tables import edit, ifeval, latency, paired
+from paper.tables import acceptance, edit, ifeval, latency, paired
 from paper.tables.main import BASE, HAT
 
 Key = tuple[str | None, bool, bool]
@@ -159,12 +160,21 @@ def _reduction_gap(a: Key, b: Key):
 
 def _acceptance_gain(sweep: Sweep) -> Stat | None:
     """The HAT run's co-trained head's MTP acceptance minus the base head's, at
-    concurrency 1 of its replay (a fraction; no interval: one replay per head
-    records rates, not the drafts behind them)."""
+    concurrency 1 of its replay (a fraction): from the turns' draft counts with
+    a paired bootstrap over the messages (``acceptance``), else the summaries'
+    rates without an interval (an endpoint's replay records no counts)."""
     run = sweep.pipeline(*HAT)
-    replays, _ = latency.read_replays(
-        None if run is None else latency.replay_folder(run)
-    )
+    folder = None if run is None else latency.replay_folder(run)
+    counts = []
+    for head in MTP_HEADS:
+        path = None if folder is None else folder / head / "replay.json"
+        if path is None or not path.exists():
+            return None
+        result = latency.check_replay(read_json(path), path)
+        counts.append(acceptance.turn_drafts(result, path))
+    if all(counts):
+        return acceptance.paired_gain(*counts)
+    replays, _ = latency.read_replays(folder)
     rates = [(replays.get(h) or {}).get(1, {}).get(ACCEPT) for h in MTP_HEADS]
     if any(r is None or math.isnan(r) for r in rates):
         return None

@@ -14,6 +14,7 @@ import pytest
 from refs import PR, boot, common, diff_text, interval, read, row, signed
 
 from hat_jax.eval.stats import error_reduction
+from hat_jax.jsonl import DataError
 from paper import figures
 from paper.results import Stat, load_sweep
 from paper.tables import get, latency
@@ -197,27 +198,111 @@ def test_a_claim_whose_runs_are_not_done_says_so(sweep):
     assert all("not done" not in r["measure"] for r in rows if r["#"] in "347")
 
 
-def test_mtp_acceptance_row_reads_the_hat_runs_replays(make_sweep, tmp_path):
-    measure = "MTP acceptance at concurrency 1 (HAT's replay)"
-    root = make_sweep(tmp_path)
+MTP = "MTP acceptance at concurrency 1 (HAT's replay)"
+
+
+def _drafts(turn):
+    """[proposed, accepted] draft tokens over a turn's calls."""
+    return [
+        sum(c[f"drafts_{k}"] for c in turn["calls"]) for k in ("proposed", "accepted")
+    ]
+
+
+def _head_replays(root, share, drop=None, counts=True):
+    """The HAT run's replay with co_trained and base_head copies of the
+    standalone head's: at c = 1 each call accepts ``share[head]`` of its
+    proposed drafts (none proposed with ``counts`` False: an endpoint's
+    replay), the summary's rate what its turns give (else share / c); the
+    base head's turn ``drop`` left out. Returns head -> [(proposed, accepted)
+    per turn index] at c = 1."""
     folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
     done = json.loads((folder / "standalone" / "replay.json").read_text())
-    for head, rate in (("co_trained", 0.716), ("base_head", 0.222)):
-        runs = [
-            {
-                **r,
-                "summary": {
-                    **r["summary"],
-                    "mtp_acceptance_rate": rate / r["concurrency"],
-                },
-            }
-            for r in done["runs"]
-        ]  # other concurrencies differ: only c = 1 may be read
+    per_turn = {}
+    for head, rate in share.items():
+        runs = []
+        for r in done["runs"]:
+            c, turns = r["concurrency"], json.loads(json.dumps(r["turns"]))
+            for t in turns:
+                for call in t["calls"]:
+                    p = call["drafts_proposed"] if counts else 0
+                    call["drafts_proposed"] = p
+                    call["drafts_accepted"] = int(p * rate) if c == 1 else p // 3
+            if head == "base_head" and drop is not None and c == 1:
+                turns = [t for t in turns if t["index"] != drop]
+            pa = {t["index"]: _drafts(t) for t in turns}
+            if c == 1:
+                per_turn[head] = pa
+            total = sum(p for p, _ in pa.values())
+            summary_rate = sum(a for _, a in pa.values()) / total if total else rate / c
+            summary = {**r["summary"], "mtp_acceptance_rate": summary_rate}
+            runs.append({**r, "summary": summary, "turns": turns})
         (folder / head).mkdir(exist_ok=True)
         (folder / head / "replay.json").write_text(json.dumps({**done, "runs": runs}))
-    got = _find(get("claims")(load_sweep(root)), "11", measure)
-    assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")  # .780-.735
-    assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # one replay: no interval
+    return per_turn
+
+
+def test_mtp_acceptance_row_pairs_the_heads_turns(make_sweep, tmp_path):
+    root = make_sweep(tmp_path)
+    per_turn = _head_replays(root, {"co_trained": 0.7, "base_head": 0.25}, drop=3)
+    a, b = per_turn["co_trained"], per_turn["base_head"]
+    keys = sorted(set(a) & set(b))
+    assert len(keys) == 11 and 3 not in keys  # the dropped turn is not paired
+    x = np.array([[*a[k], *b[k]] for k in keys], float).T
+
+    def gain(pa, aa, pb, ab):
+        return aa.sum(-1) / pa.sum(-1) - ab.sum(-1) / pb.sum(-1)
+
+    lo, hi = boot(gain, *x)
+    got = _find(get("claims")(load_sweep(root)), "11", MTP)
+    value = gain(*x)
+    assert got["ours"] == f"{signed(value)} [{signed(lo)}, {signed(hi)}] *"
+    assert (got["paper"], got["n"]) == ("+4.5", "11")
+    assert [got[h] for h in HEADER[-3:]] == ["yes", "yes", "below"]
+
+
+def test_mtp_acceptance_without_counts_is_the_summaries_difference(
+    make_sweep, tmp_path
+):
+    root = make_sweep(tmp_path)
+    _head_replays(root, {"co_trained": 0.716, "base_head": 0.222}, counts=False)
+    got = _find(get("claims")(load_sweep(root)), "11", MTP)
+    # only c = 1 is read (the other levels' rates are share / c)
+    assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")
+    assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # no interval
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"drafts_accepted": 999}, "'runs[0].turns[0].calls[0].drafts_accepted' (999)"),
+        ({"drafts_proposed": -1}, "'runs[0].turns[0].calls[0].drafts_proposed' must"),
+        ({"drafts_accepted": "3"}, "'runs[0].turns[0].calls[0].drafts_accepted' must"),
+        ({"summary_rate": 0.99}, "'runs[0].summary.mtp_acceptance_rate' (0.99)"),
+        ({"twice": True}, "runs[0].turns[1]: repeat 0, message 0 twice"),
+        ({"no_index": True}, "'runs[0].turns[0].index' is missing"),
+    ],
+)
+def test_hostile_turn_counts_are_one_located_error(make_sweep, tmp_path, edit, message):
+    root = make_sweep(tmp_path)
+    _head_replays(root, {"co_trained": 0.7, "base_head": 0.25})
+    folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
+    path = folder / "co_trained" / "replay.json"
+    result = json.loads(path.read_text())
+    run = next(r for r in result["runs"] if r["concurrency"] == 1)
+    assert result["runs"].index(run) == 0
+    turn = run["turns"][0]
+    if "summary_rate" in edit:
+        run["summary"]["mtp_acceptance_rate"] = edit["summary_rate"]
+    elif "twice" in edit:
+        run["turns"][1]["index"] = turn["index"]
+    elif "no_index" in edit:
+        del turn["index"]
+    else:
+        turn["calls"][0].update(edit)
+    path.write_text(json.dumps(result))
+    with pytest.raises(DataError) as e:
+        get("claims")(load_sweep(root))
+    assert str(path) in str(e.value) and message in str(e.value), str(e.value)
 
 
 def test_forest_plot_draws_the_tables_estimates_and_the_papers_figures(sweep, tables):

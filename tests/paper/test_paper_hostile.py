@@ -31,9 +31,9 @@ def _steps(done=None, metrics=None) -> dict:
     return files
 
 
-def _replay(summary: dict) -> dict:
+def _replay(summary: dict, head: str = "mtp_off") -> dict:
     result = {"runs": [{"concurrency": 1, "summary": summary}]}
-    return {"r1/config.json": HAT_META, "r1/replay/mtp_off/replay.json": result}
+    return {"r1/config.json": HAT_META, f"r1/replay/{head}/replay.json": result}
 
 
 GOOD_REPLAY = {
@@ -292,8 +292,8 @@ CASES = {
         "field 'runs[0].summary.reply_rate' must be a number or null",
     ),
     "replay_acceptance_above_one": (
-        _replay({**GOOD_REPLAY, "mtp_acceptance_rate": 1.716}),
-        "claims",  # claim 11 reads the HAT run's replay
+        _replay({**GOOD_REPLAY, "mtp_acceptance_rate": 1.716}, "co_trained"),
+        "claims",  # claim 11 reads the HAT run's replays of its two heads
         "replay.json",
         "field 'runs[0].summary.mtp_acceptance_rate' must be in [0, 1], got 1.716",
     ),

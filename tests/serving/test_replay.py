@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from paper.tables.acceptance import turn_drafts
+from paper.tables.latency import check_replay
 from serving.cases import trace_jobs
 from serving.replay import ReplayOptions, replay
 from serving.trace import read_trace
@@ -57,6 +59,14 @@ def test_embedded_replay_reports_every_metric(
             assert 1 + sum(per_pos) == pytest.approx(s["mtp_mean_accepted_length"])
             calls = [c for t in run["turns"] for c in t["calls"]]
             assert all(len(c["accepted_per_pos"]) == mtp_k for c in calls)
+            # the paper's per-message reader gives the summary's rate (a
+            # batched call at c = 2 counted once)
+            path = tmp_path / "replay.json"
+            read = check_replay(json.loads(path.read_text()), path)
+            counts = turn_drafts(read, path, run["concurrency"]).values()
+            assert len(counts) == 3 and sum(p for p, _ in counts) > 0
+            rate = sum(a for _, a in counts) / sum(p for p, _ in counts)
+            assert rate == pytest.approx(s["mtp_acceptance_rate"])
         else:
             assert s["mtp_acceptance_rate"] is None
             assert s["mtp_acceptance_per_position"] == []
