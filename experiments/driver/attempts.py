@@ -35,13 +35,14 @@ FILE = "attempts.json"
 TMP_PREFIX = f".{FILE}.tmp-"  # hat_jax.jsonl.atomic_open's temporary files
 BEAT_S = 30.0  # seconds between rewrites of the running attempt's time
 MAX_BYTES = 1 << 20  # a longer record is not one of ours
+MAX_SECONDS = 1e9  # an attempt's time above this (31 years) is not one of ours
 
 
 def _seconds_ok(s: Any) -> bool:
     if isinstance(s, bool) or not isinstance(s, int | float):
         return False
     try:
-        return math.isfinite(float(s)) and s >= 0
+        return math.isfinite(float(s)) and 0 <= s <= MAX_SECONDS
     except OverflowError:
         return False
 

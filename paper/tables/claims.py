@@ -121,8 +121,9 @@ def claims_table(sweep: Sweep) -> Table:
             "figure (real) is the real IFEval's, for comparison.",
             "MTP acceptance (claim 11): accepted over proposed draft tokens at "
             "concurrency 1, the two heads' replays of the same trace paired by "
-            "message (paired bootstrap over the messages; no interval from an "
-            "endpoint's replay, whose turns carry no draft counts). Not "
+            "message (each message's counts summed over its repeats; paired "
+            "bootstrap over the messages; from an endpoint's replay, whose turns "
+            "carry no draft counts, the summaries' rates without an interval). Not "
             "here: the RL chain-of-thought length cuts (not modelled in this "
             "world), latency and MTP speed-up (the latency table), harness "
             "evolution (hat evolve's own table), the online A/B test.",

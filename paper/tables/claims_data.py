@@ -165,15 +165,16 @@ def _acceptance_gain(sweep: Sweep) -> Stat | None:
     rates without an interval (an endpoint's replay records no counts)."""
     run = sweep.pipeline(*HAT)
     folder = None if run is None else latency.replay_folder(run)
-    counts = []
+    counts, paths = [], []
     for head in MTP_HEADS:
         path = None if folder is None else folder / head / "replay.json"
         if path is None or not path.exists():
             return None
         result = latency.check_replay(read_json(path), path)
         counts.append(acceptance.turn_drafts(result, path))
+        paths.append(shown(path))
     if all(counts):
-        return acceptance.paired_gain(*counts)
+        return acceptance.paired_gain(*counts, where=" and ".join(paths))
     replays, _ = latency.read_replays(folder)
     rates = [(replays.get(h) or {}).get(1, {}).get(ACCEPT) for h in MTP_HEADS]
     if any(r is None or math.isnan(r) for r in rates):

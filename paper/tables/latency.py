@@ -124,7 +124,7 @@ def check_replay(result: Any, path: Path) -> dict:
             at = f"{name}.summary.{key}"
             if not subs:
                 x = number(summary, key, where, at)
-                if key in SHARES and x is not None and not 0 <= x <= 1:  # NaN passes
+                if key in SHARES and x is not None and not 0 <= x <= 1:  # NaN too
                     raise DataError(f"{where}: field '{at}' must be in [0, 1], got {x}")
                 continue
             block = field(summary, key, where, dict, label=at)

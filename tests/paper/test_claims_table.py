@@ -7,6 +7,7 @@ import json
 import math
 import re
 import shutil
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,7 +18,7 @@ from hat_jax.eval.stats import error_reduction
 from hat_jax.jsonl import DataError
 from paper import figures
 from paper.results import Stat, load_sweep
-from paper.tables import get, latency
+from paper.tables import acceptance, get, latency
 from paper.tables.claims import HEADER, readings
 from paper.tables.claims_data import CLAIMS
 
@@ -208,67 +209,100 @@ def _drafts(turn):
     ]
 
 
-def _head_replays(root, share, drop=None, counts=True):
+# a message's own acceptance level, shared by both heads: pairing by message
+# removes it from the difference
+LEVEL = [0.05, 0.9, 0.3, 0.7, 0.15, 0.85, 0.4, 0.6, 0.1, 0.95, 0.25, 0.5]
+
+
+def _head_replays(root, gain, drop=None, counts=True, repeats=1):
     """The HAT run's replay with co_trained and base_head copies of the
-    standalone head's: at c = 1 each call accepts ``share[head]`` of its
-    proposed drafts (none proposed with ``counts`` False: an endpoint's
-    replay), the summary's rate what its turns give (else share / c); the
-    base head's turn ``drop`` left out. Returns head -> [(proposed, accepted)
-    per turn index] at c = 1."""
+    standalone head's: at c = 1 a call of message i accepts LEVEL[i] +
+    gain[head] of its proposed drafts (none proposed with ``counts`` False:
+    an endpoint's replay), each turn ``repeats`` times; the summary's rate
+    what its turns give (else 0.5 + gain / c); the base head's message
+    ``drop`` left out. Returns head -> {message: [proposed, accepted]} at
+    c = 1, summed over repeats."""
     folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
     done = json.loads((folder / "standalone" / "replay.json").read_text())
-    per_turn = {}
-    for head, rate in share.items():
+    per_message = {}
+    for head, g in gain.items():
         runs = []
         for r in done["runs"]:
             c, turns = r["concurrency"], json.loads(json.dumps(r["turns"]))
             for t in turns:
+                share = min(max(LEVEL[t["index"]] + g, 0.0), 1.0)
                 for call in t["calls"]:
                     p = call["drafts_proposed"] if counts else 0
                     call["drafts_proposed"] = p
-                    call["drafts_accepted"] = int(p * rate) if c == 1 else p // 3
+                    call["drafts_accepted"] = int(p * share) if c == 1 else p // 3
             if head == "base_head" and drop is not None and c == 1:
                 turns = [t for t in turns if t["index"] != drop]
-            pa = {t["index"]: _drafts(t) for t in turns}
+            turns = [{**t, "repeat": k} for k in range(repeats) for t in turns]
+            drafts = {}
+            for t in turns:
+                old = drafts.get(t["index"], [0, 0])
+                drafts[t["index"]] = [x + y for x, y in zip(old, _drafts(t))]
             if c == 1:
-                per_turn[head] = pa
-            total = sum(p for p, _ in pa.values())
-            summary_rate = sum(a for _, a in pa.values()) / total if total else rate / c
-            summary = {**r["summary"], "mtp_acceptance_rate": summary_rate}
+                per_message[head] = drafts
+            total = sum(p for p, _ in drafts.values())
+            rate = sum(a for _, a in drafts.values()) / total if total else 0.5 + g / c
+            summary = {**r["summary"], "mtp_acceptance_rate": rate}
             runs.append({**r, "summary": summary, "turns": turns})
         (folder / head).mkdir(exist_ok=True)
         (folder / head / "replay.json").write_text(json.dumps({**done, "runs": runs}))
-    return per_turn
+    return per_message
 
 
-def test_mtp_acceptance_row_pairs_the_heads_turns(make_sweep, tmp_path):
+def _gain(pa, aa, pb, ab):
+    return aa.sum(-1) / pa.sum(-1) - ab.sum(-1) / pb.sum(-1)
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_mtp_acceptance_row_pairs_the_heads_messages(make_sweep, tmp_path, repeats):
     root = make_sweep(tmp_path)
-    per_turn = _head_replays(root, {"co_trained": 0.7, "base_head": 0.25}, drop=3)
-    a, b = per_turn["co_trained"], per_turn["base_head"]
+    gain = {"co_trained": 0.05, "base_head": 0.0}
+    drafts = _head_replays(root, gain, drop=3, repeats=repeats)
+    a, b = drafts["co_trained"], drafts["base_head"]
     keys = sorted(set(a) & set(b))
-    assert len(keys) == 11 and 3 not in keys  # the dropped turn is not paired
+    assert len(keys) == 11 and 3 not in keys  # the dropped message is not paired
     x = np.array([[*a[k], *b[k]] for k in keys], float).T
-
-    def gain(pa, aa, pb, ab):
-        return aa.sum(-1) / pa.sum(-1) - ab.sum(-1) / pb.sum(-1)
-
-    lo, hi = boot(gain, *x)
+    lo, hi = boot(_gain, *x)
     got = _find(get("claims")(load_sweep(root)), "11", MTP)
-    value = gain(*x)
-    assert got["ours"] == f"{signed(value)} [{signed(lo)}, {signed(hi)}] *"
-    assert (got["paper"], got["n"]) == ("+4.5", "11")
-    assert [got[h] for h in HEADER[-3:]] == ["yes", "yes", "below"]
+    value = _gain(*x)
+    mark = " *" if lo > 0 or hi < 0 else ""
+    assert got["ours"] == f"{signed(value)} [{signed(lo)}, {signed(hi)}]{mark}"
+    assert (got["paper"], got["n"]) == ("+4.5", "11")  # messages, not turns
+    # an unpaired bootstrap (each head's messages drawn apart) is far wider
+    rng = np.random.default_rng(0)
+    ia, ib = (rng.integers(0, len(keys), size=(1000, len(keys))) for _ in "ab")
+    u = np.percentile(_gain(x[0][ia], x[1][ia], x[2][ib], x[3][ib]), [2.5, 97.5])
+    assert u[1] - u[0] > 3 * (hi - lo)
 
 
 def test_mtp_acceptance_without_counts_is_the_summaries_difference(
     make_sweep, tmp_path
 ):
     root = make_sweep(tmp_path)
-    _head_replays(root, {"co_trained": 0.716, "base_head": 0.222}, counts=False)
+    _head_replays(root, {"co_trained": 0.216, "base_head": -0.278}, counts=False)
     got = _find(get("claims")(load_sweep(root)), "11", MTP)
-    # only c = 1 is read (the other levels' rates are share / c)
+    # only c = 1 is read (the other levels' rates are 0.5 + gain / c)
     assert (got["ours"], got["paper"], got["n"]) == ("+49.4", "+4.5", "–")
     assert [got[h] for h in HEADER[-3:]] == ["yes", "–", "–"]  # no interval
+
+
+def test_turn_drafts_counts_a_batched_call_once():
+    def call(i, p, a):
+        return {"call": i, "drafts_proposed": p, "drafts_accepted": a}
+
+    turns = [
+        {"index": 0, "session": "s0", "calls": [call(0, 10, 5)]},
+        {"index": 1, "session": "s1", "calls": [call(0, 10, 5), call(1, 4, 1)]},
+        {"index": 0, "session": "s0", "repeat": 1, "calls": [call(0, 8, 2)]},
+    ]
+    result = {"runs": [{"concurrency": 1, "summary": {}, "turns": turns}]}
+    got = acceptance.turn_drafts(result, Path("r.json"))
+    assert got == {0: ("s0", 18, 7), 1: ("s1", 4, 1)}
+    assert acceptance.turn_drafts(result, Path("r.json"), concurrency=4) == {}
 
 
 @pytest.mark.parametrize(
@@ -276,15 +310,17 @@ def test_mtp_acceptance_without_counts_is_the_summaries_difference(
     [
         ({"drafts_accepted": 999}, "'runs[0].turns[0].calls[0].drafts_accepted' (999)"),
         ({"drafts_proposed": -1}, "'runs[0].turns[0].calls[0].drafts_proposed' must"),
+        ({"drafts_proposed": 10**400}, "drafts_proposed' must be in [0, 2^53]"),
         ({"drafts_accepted": "3"}, "'runs[0].turns[0].calls[0].drafts_accepted' must"),
         ({"summary_rate": 0.99}, "'runs[0].summary.mtp_acceptance_rate' (0.99)"),
         ({"twice": True}, "runs[0].turns[1]: repeat 0, message 0 twice"),
         ({"no_index": True}, "'runs[0].turns[0].index' is missing"),
+        ({"session": "elsewhere"}, "message 0 is from session elsewhere in one"),
     ],
 )
 def test_hostile_turn_counts_are_one_located_error(make_sweep, tmp_path, edit, message):
     root = make_sweep(tmp_path)
-    _head_replays(root, {"co_trained": 0.7, "base_head": 0.25})
+    _head_replays(root, {"co_trained": 0.05, "base_head": 0.0})
     folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
     path = folder / "co_trained" / "replay.json"
     result = json.loads(path.read_text())
@@ -297,6 +333,8 @@ def test_hostile_turn_counts_are_one_located_error(make_sweep, tmp_path, edit, m
         run["turns"][1]["index"] = turn["index"]
     elif "no_index" in edit:
         del turn["index"]
+    elif "session" in edit:
+        turn["session"] = edit["session"]  # another trace than the base head's
     else:
         turn["calls"][0].update(edit)
     path.write_text(json.dumps(result))

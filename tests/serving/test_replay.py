@@ -59,8 +59,8 @@ def test_embedded_replay_reports_every_metric(
             assert 1 + sum(per_pos) == pytest.approx(s["mtp_mean_accepted_length"])
             calls = [c for t in run["turns"] for c in t["calls"]]
             assert all(len(c["accepted_per_pos"]) == mtp_k for c in calls)
-            # the paper's per-message reader gives the summary's rate (a
-            # batched call at c = 2 counted once)
+            # the paper's per-message reader gives the summary's rate (its
+            # batched-call rule: tests/paper/test_claims_table.py)
             path = tmp_path / "replay.json"
             read = check_replay(json.loads(path.read_text()), path)
             counts = turn_drafts(read, path, run["concurrency"]).values()

@@ -99,6 +99,7 @@ def test_work_from_an_untimed_attempt_is_flagged(tmp_path):
         "[" * 100_000,
         json.dumps({"attempts": [3], "untimed_before": False}),
         " " * (attempts.MAX_BYTES + 1),
+        json.dumps({"attempts": [{"seconds": 1e308}] * 2, "untimed_before": False}),
     ],
 )
 def test_a_damaged_record_is_set_aside(tmp_path, bad):
