@@ -64,8 +64,8 @@ def test_embedded_replay_reports_every_metric(
             path = tmp_path / "replay.json"
             read = check_replay(json.loads(path.read_text()), path)
             counts = turn_drafts(read, path, run["concurrency"]).values()
-            assert len(counts) == 3 and sum(p for p, _ in counts) > 0
-            rate = sum(a for _, a in counts) / sum(p for p, _ in counts)
+            assert len(counts) == 3 and sum(p for _, p, _ in counts) > 0
+            rate = sum(a for _, _, a in counts) / sum(p for _, p, _ in counts)
             assert rate == pytest.approx(s["mtp_acceptance_rate"])
         else:
             assert s["mtp_acceptance_rate"] is None
