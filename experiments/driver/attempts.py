@@ -80,18 +80,14 @@ def _has_work(folder: Path) -> bool:
     )
 
 
-def spent(folder: Path) -> str | None:
-    """What ``folder``'s attempts have taken so far, for a dry run: "0:38:12
-    over 2 timed attempts" (", earlier ones untimed" when the record says so),
-    or None without a record."""
+def spent(folder: Path) -> tuple[float, int, bool] | None:
+    """(seconds, attempts, earlier ones untimed) of ``folder``'s attempts so
+    far, for a dry run; None without a record."""
     record = read(folder)
     if record is None or not record["attempts"]:
         return None
-    total = int(round(sum(a["seconds"] for a in record["attempts"])))
-    n = len(record["attempts"])
-    text = f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d} over {n} timed "
-    text += "attempt" if n == 1 else "attempts"
-    return text + (", earlier ones untimed" if record["untimed_before"] else "")
+    seconds = sum(a["seconds"] for a in record["attempts"])
+    return seconds, len(record["attempts"]), record["untimed_before"]
 
 
 class Clock:

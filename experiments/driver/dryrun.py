@@ -38,6 +38,12 @@ PARTS = ("params", "inputs", "fingerprint", "version", "code")
 SHOWN_FILES = 4  # changed files named before "+N more"
 
 
+def _spent_text(seconds: float, n: int, untimed: bool) -> str:
+    """E.g. "0:38:12 over 2 timed attempts, earlier ones untimed"."""
+    text = f"{clock(seconds)} over {n} timed attempt" + ("" if n == 1 else "s")
+    return text + (", earlier ones untimed" if untimed else "")
+
+
 @dataclass
 class Planned:
     """One distinct step of the plan: its status, why, and the runs using it."""
@@ -142,7 +148,7 @@ def plan_of(runs, root: str | Path) -> list[Planned]:
                     if point := resume_point(s.path):
                         notes.append(f"checkpoint at step {point[0]:,} of {point[1]:,}")
                     if so_far := attempts.spent(s.path):
-                        notes.append(so_far)
+                        notes.append(_spent_text(*so_far))
                     why = "an unfinished attempt"
                     why += f" ({'; '.join(notes)})" if notes else ""
                     found[s.path] = Planned(s, "resume", why)

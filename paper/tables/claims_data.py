@@ -148,8 +148,7 @@ def _reduction_gap(a: Key, b: Key):
             value = float(red(arrays[0], arrays[1]) - red(arrays[2], arrays[3]))
         if not math.isfinite(value):
             return None
-        wrong = min(np.count_nonzero(arrays[0]), np.count_nonzero(arrays[2]))
-        if wrong < edit.MIN_WRONG:
+        if edit.too_few_wrong(arrays[0]) or edit.too_few_wrong(arrays[2]):
             return Stat(value, n=len(qs))  # too few wrong before to bootstrap
         return _contrast(
             lambda ba, aa, bb, ab: red(ba, aa) - red(bb, ab), arrays, value

@@ -32,6 +32,13 @@ SIDES = ("before", "after")
 # question gives [100, 100] from the two thirds of resamples that hold it). Such
 # a reduction is shown without an interval and not read.
 MIN_WRONG = 10
+
+
+def too_few_wrong(before: Sequence[float]) -> bool:
+    """Whether fewer than ``MIN_WRONG`` questions had an error before the edit."""
+    return sum(e > 0 for e in before) < MIN_WRONG
+
+
 # pipeline -> the paper's number (naive SFT read as fixed-harness SFT)
 PAPER = {
     ("hsa", True, True): reported.EDIT_REDUCTION["HAT"],
@@ -97,7 +104,7 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
         return f"1 − {measure}", None, None, None
     red = error_reduction(before, after)["reduction"]
     red = Stat.from_summary(red) if red["value"] is not None else None
-    if red is not None and sum(e > 0 for e in before) < MIN_WRONG:
+    if red is not None and too_few_wrong(before):
         red = Stat(red.mean, n=red.n)
     b, a = (Stat.from_summary(case_mean_ci(x)) for x in (before, after))
     return f"1 − {measure}", b, a, red
