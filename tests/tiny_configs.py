@@ -49,7 +49,9 @@ def tiny_dense(**fields) -> ModelConfig:
 
 def rl_overrides(tokenizer, **kw) -> list[str]:
     """`KEY=VALUE` overrides for a fast CPU run of rl_tiny: width 32, 8-token
-    rollouts, no held-out evaluation; `kw` adds or replaces keys."""
+    rollouts under the compact harness rendering and tool results (episodes
+    about a third as long as the default's), no held-out evaluation; `kw` adds
+    or replaces keys."""
     base = {
         "tokenizer": str(tokenizer),
         "model.hidden_size": 32,
@@ -59,6 +61,8 @@ def rl_overrides(tokenizer, **kw) -> list[str]:
         "rollout.group": 2,
         "rollout.n_cases": 2,
         "rollout.max_new_tokens": 8,
+        "rollout.prompt_format": "compact",
+        "rollout.compact_results": True,
         "eval.n_cases": 0,
         "rl.on_mismatch": "splice",  # a random model's outputs never round-trip
     }

@@ -97,10 +97,13 @@ def test_one_rl_step_end_to_end(tmp_path, tokenizer_dir):
 
 def test_resumed_run_is_bit_identical(tmp_path, tokenizer_dir):
     """1 step, then resumed to 2 == 2 straight (a checkpoint every step;
-    micro-batches of one episode). Kept to 4 steps: each costs seconds."""
+    micro-batches of one episode). Kept to 4 steps: each costs seconds. Under the
+    compact rendering (episodes a third as long; the default's step is above)."""
     over = tiny_overrides(
         tokenizer_dir,
         **{
+            "rollout.prompt_format": "compact",
+            "rollout.compact_results": True,
             "eval.n_cases": 0,  # no evaluation: training only
             "optim.total_steps": 2,  # the same schedule for both lengths
             "train.save_every": 1,

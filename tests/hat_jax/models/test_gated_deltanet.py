@@ -63,7 +63,7 @@ def test_zero_gate_and_beta_is_an_identity_step():
     q, k, v, g, beta, s0 = _inputs(2, t=70)
     real = 41  # the first 41 steps are real, the rest padding
     keep = (jnp.arange(70) < real)[None, :, None]
-    _, s_pad = chunk_gated_delta_rule(
+    _, s_pad = jax.jit(chunk_gated_delta_rule)(
         q, k, v, jnp.where(keep, g, 0.0), jnp.where(keep, beta, 0.0), s0
     )
     _, s_real = naive_delta_rule(
@@ -93,7 +93,7 @@ def test_segments_restart_from_zero_and_keep_the_last_state():
     seg = np.zeros(150, np.int32)
     for i, (lo, hi) in enumerate(bounds):
         seg[lo:hi] = i + 1
-    out, s = chunk_gated_delta_rule(
+    out, s = jax.jit(chunk_gated_delta_rule)(
         q, k, v, g, beta, s0, segment_ids=jnp.asarray(np.stack([seg, seg]))
     )
     for i, (lo, hi) in enumerate(bounds):
@@ -120,10 +120,10 @@ def test_unit_lower_inverse_against_numpy_and_its_gradient():
     rng = np.random.default_rng(0)
     a = jnp.asarray(rng.uniform(-1, 1, (2, 3, 64, 64)) * 0.3, jnp.float32)
     ref = np.linalg.inv(np.eye(64) + np.tril(np.asarray(a, np.float64), -1))
-    np.testing.assert_allclose(unit_lower_inverse(a), ref, atol=1e-5)
+    np.testing.assert_allclose(jax.jit(unit_lower_inverse)(a), ref, atol=1e-5)
     # gradient of a scalar of the inverse against the closed form of d(M^-1)
     w = jnp.asarray(rng.normal(size=(2, 3, 64, 64)), jnp.float32)
-    g = jax.grad(lambda x: jnp.sum(unit_lower_inverse(x) * w))(a)
+    g = jax.jit(jax.grad(lambda x: jnp.sum(unit_lower_inverse(x) * w)))(a)
     inv = ref
     full = (
         -np.swapaxes(inv, -1, -2) @ np.asarray(w, np.float64) @ np.swapaxes(inv, -1, -2)

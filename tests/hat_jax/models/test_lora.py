@@ -65,8 +65,13 @@ def _paths(model, filt=nnx.Param):
     return {p for p, _ in nnx.to_flat_state(nnx.state(model, filt))}
 
 
+@nnx.jit
+def _forward(model, tokens):
+    return model(tokens)
+
+
 def _logits(model):
-    return np.asarray(model(TOKENS))
+    return np.asarray(_forward(model, jnp.asarray(TOKENS)))
 
 
 @pytest.mark.parametrize("cfg", [LLAMA, QWEN3], ids=["llama", "qwen3"])

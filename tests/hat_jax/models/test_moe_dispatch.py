@@ -82,7 +82,7 @@ def test_topk_equals_dense_logits_and_grads(cfg=MOE):
             logits = nnx.merge(graphdef, p)(tokens)
             return jnp.mean(jax.nn.logsumexp(logits, -1) - logits[..., 0]), logits
 
-        (_, logits), grads = jax.value_and_grad(loss, has_aux=True)(params)
+        (_, logits), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
         out[impl] = (np.asarray(logits), jax.tree.map(np.asarray, grads))
     (ld, gd), (lt, gt) = out["dense"], out["topk"]
     np.testing.assert_allclose(lt, ld, atol=1e-5)

@@ -80,6 +80,11 @@ def _rms(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
+@nnx.jit
+def _layer(layer, x, cos, sin, causal, pos):
+    return layer(x, cos, sin, causal, pos, None)[0]
+
+
 def _by_hand(model, hidden, tokens, b, t, *, swap=False):
     """Logits at (b, t) from the MTP inputs of positions 0..t, built in NumPy."""
     m, eps = model.mtp, model.config.rms_norm_eps
@@ -99,7 +104,7 @@ def _by_hand(model, hidden, tokens, b, t, *, swap=False):
     pos = jnp.arange(t + 1, dtype=jnp.int32)[None]
     cos, sin = rope_tables(pos, model.config)
     causal = jnp.tril(jnp.ones((1, t + 1, t + 1), bool))
-    y, _, _ = m.layers[0](jnp.asarray(x)[None], cos, sin, causal, pos, None)
+    y = _layer(m.layers[0], jnp.asarray(x)[None], cos, sin, causal, pos)
     y = _rms(np.asarray(y[0, -1]), np.asarray(m.norm.weight[...]), eps)
     head = table.T if model.lm_head is None else np.asarray(model.lm_head.kernel[...])
     return y @ head  # [V]
@@ -171,7 +176,7 @@ def test_mtp_weights_get_gradients():
         logits = mtp_logits(m, hidden, tokens, _positions(tokens))
         return mtp_loss(mtp_logits=logits, tokens=tokens, mask=jnp.ones_like(tokens))[0]
 
-    grads = nnx.grad(loss_fn)(model)
+    grads = nnx.jit(nnx.grad(loss_fn))(model)
     flat = dict(nnx.to_flat_state(grads))
     mtp = {p: g for p, g in flat.items() if p[0] == "mtp"}
     assert len(mtp) == 15  # every MTP tensor of a qwen3 layer

@@ -294,8 +294,8 @@ def test_mtp_head_uses_zero_centred_norms_and_partial_rope(exported):
     assert mtp.layers[0].layer_type == "full_attention"
     tokens = jnp.asarray(np.random.default_rng(4).integers(1, V, size=(1, 6)))
     pos = jnp.arange(6)[None]
-    hidden = model.forward(tokens).hidden
-    got = mtp_logits(model, hidden, tokens, pos)
+    hidden = _hidden(model, tokens)
+    got = nnx.jit(mtp_logits)(model, hidden, tokens, pos)
 
     def zc(x, w):  # the zero-centred norm, by hand
         x = np.asarray(x, np.float64)

@@ -23,6 +23,17 @@ def shapes(cfg):
     return param_shapes(cfg)
 
 
+@pytest.fixture
+def shapes_once(monkeypatch, cfg, shapes):
+    """`hat plan` reuses the module's shapes for the same config: tracing the 35B
+    model takes seconds a call (param_shapes itself is tested above)."""
+    from hat_jax.parallel import plan
+
+    monkeypatch.setattr(
+        plan, "param_shapes", lambda c: shapes if c == cfg else param_shapes(c)
+    )
+
+
 def _analytic_params(c) -> int:
     """Qwen3.5-MoE parameter count written out by hand (independent of the code)."""
     d, e, f, fs = c.hidden_size, c.num_experts, c.moe_intermediate_size, 512
@@ -69,7 +80,7 @@ def test_remat_and_dense_moe_change_activations(cfg, shapes):
 
 
 @pytest.mark.parametrize("hw,gb", [("h20", 96), ("h200", 141)])
-def test_hat_plan_cli(capsys, hw, gb):
+def test_hat_plan_cli(capsys, shapes_once, hw, gb):
     assert main(["plan", f"--config={CONFIG}", "--devices", "8", "--hardware", hw]) == 0
     out = capsys.readouterr().out
     assert "35.51B params on 8 devices" in out
@@ -95,7 +106,7 @@ def test_notes_follow_the_moe_impl_and_remat(cfg, shapes):
     assert "twice" not in topk
 
 
-def test_hat_plan_device_memory(capsys):
+def test_hat_plan_device_memory(capsys, shapes_once):
     argv = ["plan", f"--config={CONFIG}", "--device-memory", "40GB", "--mesh", "fsdp=8"]
     assert main(argv) == 0
     assert "DOES NOT FIT" in capsys.readouterr().out

@@ -4,7 +4,6 @@ import re
 
 import pytest
 import tokenizers
-from conftest import CONFIG, tiny_overrides
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.cli.main import main as hat_main
@@ -12,6 +11,7 @@ from hat_jax.text.tokenizer import Tokenizer
 from hat_jax.train.build import check_vocab
 from hat_jax.train.sft import run_sft
 from hat_jax.train.workdir import RunConfigError, check_config
+from tests.train_helpers import CONFIG, tiny_overrides
 
 OPD = "experiments/configs/opd_tiny.py"
 RL = "experiments/configs/rl_tiny.py"

@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from conftest import CONFIG, memo_trajectories, tiny_overrides
 from flax import nnx
 
 from hat_jax.checkpoints.hf import load_hf, save_hf
@@ -17,6 +16,7 @@ from hat_jax.models import LoRAParam, has_lora, merge_lora
 from hat_jax.train import build
 from hat_jax.train.opd import run_opd
 from hat_jax.train.sft import run_sft
+from tests.train_helpers import CONFIG, memo_trajectories, tiny_overrides
 
 TOKENS = jnp.asarray(np.random.default_rng(0).integers(4, 40, size=(2, 11)))
 

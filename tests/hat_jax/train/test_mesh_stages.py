@@ -10,10 +10,10 @@ from pathlib import Path
 
 import ml_collections
 import pytest
-from conftest import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 from hat_jax.parallel.placement import mesh_from_config
 from tests.tiny_configs import rl_overrides
+from tests.train_helpers import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 WORKER = Path(__file__).with_name("mesh_worker.py")
 

@@ -12,17 +12,17 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from conftest import CONFIG, tiny_overrides
 from flax import nnx
 from test_rl import random_batch, rl_config, tiny_model
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.losses.moe import load_balancing_loss
 from hat_jax.sampling.sampler import Completion
-from hat_jax.train.opd import build_batch, opd_train_step
+from hat_jax.train.opd import build_batch, jit_opd_step
 from hat_jax.train.rl import jit_rl_step
 from hat_jax.train.sft import run_sft
 from hat_jax.train.state import init_state, make_optimizer
+from tests.train_helpers import CONFIG, tiny_overrides
 
 MOE = {
     "model.model_type": "qwen3_moe",
@@ -42,8 +42,14 @@ def _moe_model():
     )
 
 
+@nnx.jit
+def _routers(model, tokens, positions, mask):
+    return model.hidden_states(tokens, positions, mask)[2]
+
+
 def _aux(model, tokens, mask, positions=None) -> float:
-    _, _, routers = model.hidden_states(jnp.asarray(tokens), positions, mask)
+    """The load-balancing loss of a brute-force forward over the real tokens."""
+    routers = _routers(model, jnp.asarray(tokens), positions, jnp.asarray(mask))
     c = model.config
     return float(
         load_balancing_loss(
@@ -73,16 +79,9 @@ def test_opd_step_logs_the_load_balancing_loss():
     cfg.optim = rl_config().optim
     teacher_graphdef, teacher = nnx.split(_moe_model())
     graphdef, state = init_state(model, make_optimizer(cfg.optim), seed=0)
-    _, m = opd_train_step(
-        state,
-        batch,
-        jax.random.PRNGKey(0),
-        graphdef=graphdef,
-        teacher_params=teacher,
-        cfg=cfg,
-        teacher_graphdef=teacher_graphdef,
-    )
-    want = _aux(model, batch["inputs"], real)
+    want = _aux(model, batch["inputs"], real)  # before the step donates the state
+    step = jit_opd_step(graphdef, cfg, teacher_graphdef)  # jitted, as training runs it
+    _, m = step(state, batch, jax.random.PRNGKey(0), teacher)
     np.testing.assert_allclose(float(m["train/moe_aux_loss"]), want, rtol=1e-5)
 
 

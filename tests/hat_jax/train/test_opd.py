@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import pytest
-from conftest import memo_trajectories, opd_overrides
 from flax import nnx
 
 from hat_jax.cli.config_flags import load_config
@@ -21,6 +20,7 @@ from hat_jax.train.opd import (
     read_prompts,
     run_opd,
 )
+from tests.train_helpers import memo_trajectories, opd_overrides
 
 CONFIG = "experiments/configs/opd_tiny.py"
 

@@ -11,7 +11,6 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import memo_trajectories, opd_overrides
 from flax import nnx
 
 from hat_jax.cli.config_flags import load_config
@@ -19,6 +18,7 @@ from hat_jax.sampling.sampler import Sampler, SamplingParams
 from hat_jax.train import build
 from hat_jax.train.metrics import read_metrics
 from hat_jax.train.opd import build_batch, encode_prompts, read_prompts, run_opd
+from tests.train_helpers import memo_trajectories, opd_overrides
 
 CONFIG = "experiments/configs/opd_tiny.py"
 NEW = 6  # sampling.max_new_tokens

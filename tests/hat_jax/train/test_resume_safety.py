@@ -10,7 +10,6 @@ import sys
 import jax
 import numpy as np
 import pytest
-from conftest import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 from hat_jax.cli import train_cmd
 from hat_jax.cli.config_flags import load_config
@@ -23,6 +22,7 @@ from hat_jax.train.workdir import (
     open_run,
     saved_steps,
 )
+from tests.train_helpers import CONFIG, memo_trajectories, opd_overrides, tiny_overrides
 
 SPEC = f"{CONFIG}:steps=2,seq_len=64,batch_size=4"
 OPD = "experiments/configs/opd_tiny.py"

@@ -7,7 +7,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import CONFIG, tiny_overrides
 from flax import nnx
 
 from hat_jax.cli.config_flags import load_config
@@ -16,6 +15,7 @@ from hat_jax.train import build
 from hat_jax.train.data import PackedBatches, tokenize
 from hat_jax.train.sft import jit_sft_step, run_sft, sft_loss
 from hat_jax.train.state import init_state, make_optimizer
+from tests.train_helpers import CONFIG, tiny_overrides
 
 
 def _cfg(memo_jsonl, memo_tokenizer, arg="", **kw):

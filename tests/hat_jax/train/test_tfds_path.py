@@ -9,7 +9,6 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import CONFIG, memo_trajectories, tiny_overrides, word_tokenizer
 
 from hat_jax.cli.main import main as hat_main
 from hat_jax.harness.tokens import read_jsonl
@@ -17,6 +16,12 @@ from hat_jax.jsonl import DataError
 from hat_jax.train.build import load_tokenizer
 from hat_jax.train.data import BATCH_KEYS, PackedBatches, load_trajectories, tokenize
 from hat_jax.train.metrics import read_metrics
+from tests.train_helpers import (
+    CONFIG,
+    memo_trajectories,
+    tiny_overrides,
+    word_tokenizer,
+)
 
 SIM = ["--harness", "taolive_v1", "--n", "8", "--seed", "1", "--split", "train"]
 SEQ, BATCH, SEED = 4096, 1, 5  # two examples a row, four batches an epoch

@@ -16,7 +16,6 @@ import threading
 import jax
 import numpy as np
 import pytest
-from conftest import CONFIG, memo_trajectories, tiny_overrides
 from flax import nnx
 
 from hat_jax.checkpoints.train_state import Checkpointer
@@ -26,6 +25,7 @@ from hat_jax.train import build, data
 from hat_jax.train.metrics import read_metrics
 from hat_jax.train.sft import run_sft
 from hat_jax.train.tracking import check_tracking, tb_logdir
+from tests.train_helpers import CONFIG, memo_trajectories, tiny_overrides
 
 STEPS, EVERY = 4, 2
 

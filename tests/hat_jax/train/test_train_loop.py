@@ -7,13 +7,13 @@ import os
 import jax.numpy as jnp
 import ml_collections
 import pytest
-from conftest import CONFIG, tiny_overrides
 
 from hat_jax.checkpoints.train_state import Checkpointer
 from hat_jax.cli import train_cmd
 from hat_jax.train.loop import train
 from hat_jax.train.metrics import NonFiniteError, read_metrics
 from hat_jax.train.state import TrainState
+from tests.train_helpers import CONFIG, tiny_overrides
 
 
 class _Counter:

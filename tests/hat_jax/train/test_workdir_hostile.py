@@ -7,11 +7,11 @@ import os
 import re
 
 import pytest
-from conftest import CONFIG
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.cli.main import main as hat_main
 from hat_jax.train.workdir import RunConfigError, check_config, open_run
+from tests.train_helpers import CONFIG
 
 OPD = "experiments/configs/opd_tiny.py"
 RL = "experiments/configs/rl_tiny.py"
