@@ -1,16 +1,25 @@
 """`prefill=True` (fused attention over the prompt's own keys) against the plain
 cached path (attention over every cache slot): same hidden states, same cache."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 from hat_jax.models import build_model
 from tests.tiny_configs import tiny_dense, tiny_hybrid
 
 DENSE = tiny_dense()
 HYBRID = tiny_hybrid()
+
+
+@functools.partial(nnx.jit, static_argnames="prefill")
+def _hidden(model, tokens, positions=None, mask=None, cache=None, prefill=False):
+    """`model.hidden_states`, jitted (eager, the hybrid compiles op by op)."""
+    return model.hidden_states(tokens, positions, mask, cache=cache, prefill=prefill)
 
 
 @pytest.mark.parametrize("cfg", [DENSE, HYBRID], ids=["qwen3", "qwen3_5_moe"])
@@ -24,8 +33,8 @@ def test_prefill_flag_equals_attention_over_cache_slots(cfg):
     mask = positions < lengths[:, None]
     outs = []
     for prefill in (False, True):
-        h, cache, _ = model.hidden_states(
-            tokens, positions, mask, cache=model.init_cache(b, slots), prefill=prefill
+        h, cache, _ = _hidden(
+            model, tokens, positions, mask, model.init_cache(b, slots), prefill=prefill
         )
         outs.append((h, cache))
     (h0, c0), (h1, c1) = outs
@@ -48,10 +57,10 @@ def test_a_call_as_long_as_the_cache_continues_it(cfg):
     slots, n, real = 16, 4, 8
     seq = jnp.asarray(np.random.default_rng(1).integers(1, 100, (1, n + real)))
     cache = model.init_cache(1, slots)
-    _, cache, _ = model.hidden_states(seq[:, :n], cache=cache, prefill=True)
+    _, cache, _ = _hidden(model, seq[:, :n], cache=cache, prefill=True)
     rest = jnp.zeros((1, slots), jnp.int32).at[:, :real].set(seq[:, n:])
     positions = n + jnp.arange(slots, dtype=jnp.int32)[None]
     mask = jnp.arange(slots)[None] < real
-    h, _, _ = model.hidden_states(rest, positions, mask, cache=cache)
-    full, _, _ = model.hidden_states(seq)
+    h, _, _ = _hidden(model, rest, positions, mask, cache)
+    full, _, _ = _hidden(model, seq)
     np.testing.assert_allclose(h[0, :real], full[0, n:], atol=2e-5, rtol=1e-5)
