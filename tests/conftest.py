@@ -40,3 +40,13 @@ def _xla_cache_per_test():
         if getattr(jax.config, k) != v:
             jax.config.update(k, v)
     compilation_cache.reset_cache()  # cheap: the next compile reopens it
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory):
+    """SmolLM2's tokenizer saved as tokenizer.json (loads faster than the GGUF)."""
+    from hat_jax.train.build import load_tokenizer
+
+    d = tmp_path_factory.mktemp("tokenizer")
+    load_tokenizer("smollm2-135m-instruct").save(d)
+    return d

@@ -16,16 +16,6 @@ from hat_jax.train.workdir import ConfigChangeError
 CONFIG = "experiments/configs/rl_tiny.py"
 
 
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    """SmolLM2's tokenizer as tokenizer.json (loads faster than the GGUF)."""
-    from hat_jax.train.build import load_tokenizer
-
-    d = tmp_path_factory.mktemp("tokenizer")
-    load_tokenizer("smollm2-135m-instruct").save(d)
-    return d
-
-
 def tiny_overrides(tokenizer=None, **kw) -> list[str]:
     base = {
         **({"tokenizer": str(tokenizer)} if tokenizer else {}),

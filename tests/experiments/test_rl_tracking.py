@@ -78,15 +78,6 @@ def test_rollout_rows_follow_the_batch_order_and_log_trims_on_resume(tmp_path):
     assert RolloutLog(tmp_path, 2).read()[0]["rollouts"] == rows
 
 
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    from hat_jax.train.build import load_tokenizer
-
-    d = tmp_path_factory.mktemp("tokenizer")
-    load_tokenizer("smollm2-135m-instruct").save(d)
-    return d
-
-
 def test_rl_run_logs_zero_std_groups_and_rollouts(tmp_path, tokenizer_dir):
     over = rl_overrides(
         tokenizer_dir, **{"rollout.tasks": 2, "tracking.rollout_samples": 3}

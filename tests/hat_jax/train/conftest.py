@@ -1,4 +1,5 @@
-"""Tiny SFT fixtures: a saved tokenizer, hand-built and simulated trajectories."""
+"""Tiny SFT fixtures: hand-built and simulated trajectories (the saved SmolLM2
+tokenizer, `tokenizer_dir`, is the root conftest's)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,6 @@ def memo_tokenizer(tmp_path_factory):
     """(folder, vocab size) of the word-level tokenizer of the memorisation set."""
     d = tmp_path_factory.mktemp("word_tokenizer")
     return d, word_tokenizer(memo_trajectories(), d)
-
-
-@pytest.fixture(scope="session")
-def tokenizer_dir(tmp_path_factory):
-    """SmolLM2's tokenizer saved as tokenizer.json (loads faster than the GGUF)."""
-    from hat_jax.train.build import load_tokenizer
-
-    d = tmp_path_factory.mktemp("tokenizer")
-    load_tokenizer("smollm2-135m-instruct").save(d)
-    return d
 
 
 @pytest.fixture(scope="session")
