@@ -12,7 +12,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from refs import PR, boot, common, diff_text, interval, read, row, signed
 
 from hat_jax.eval.stats import error_reduction
 from hat_jax.jsonl import DataError
@@ -21,6 +20,7 @@ from paper.results import Stat, load_sweep
 from paper.tables import acceptance, get, latency
 from paper.tables.claims import HEADER, readings
 from paper.tables.claims_data import CLAIMS
+from tests.paper.refs import PR, boot, common, diff_text, interval, read, row, signed
 
 OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
 P, INS = "prompt_level_strict", "instruction_level_strict"

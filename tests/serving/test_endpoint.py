@@ -3,12 +3,12 @@
 import json
 
 import pytest
-from fake_openai import FakeServer
 
 from serving.cases import trace_jobs
 from serving.prom import parse_by_label, parse_metrics, spec_counters, spec_delta
 from serving.replay import ReplayOptions, replay
 from serving.trace import make_trace, write_trace
+from tests.serving.fake_openai import FakeServer
 
 
 def _jobs(tmp_path, n):

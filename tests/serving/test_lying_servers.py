@@ -7,13 +7,13 @@ import json
 import time
 
 import pytest
-from fake_openai import FakeServer
 
 from hat_jax.cli.main import main
 from hat_jax.endpoint import PolicyError, PolicyTimeout
 from serving import prom
 from serving.launch import VLLMServer
 from tests.local_http import Local
+from tests.serving.fake_openai import FakeServer
 
 HOLD_S = 60.0
 GOOD_PAGE = (

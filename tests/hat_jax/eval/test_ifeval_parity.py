@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ifeval_cases import cases
 
 from hat_jax.eval import ifeval
 from hat_jax.eval.ifeval import checks_content, text
+from tests.hat_jax.eval.ifeval_cases import cases
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,11 @@ import ml_collections
 import numpy as np
 import torch
 from flax import nnx
-from hf_reference import make_hf
 
 from hat_jax.checkpoints.hf import load_hf
 from hat_jax.train.sft import jit_sft_step
 from hat_jax.train.state import init_state, make_optimizer
+from tests.hat_jax.models.hf_reference import make_hf
 
 OPTIM = dict(
     lr=1e-2,

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
-from hf_reference import hf_logits, make_hf
 
 from hat_jax.checkpoints.hf import load_hf
+from tests.hat_jax.models.hf_reference import hf_logits, make_hf
 
 DOCS = [[5, 17, 3, 9, 40], [8, 1, 44, 2, 71, 6, 12], [60, 61, 62]]
 PAD = 3  # padding positions (segment 0) at the end of the row

@@ -3,9 +3,9 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hf_reference import hf_logits, make_hf
 
 from hat_jax.checkpoints.hf import load_hf
+from tests.hat_jax.models.hf_reference import hf_logits, make_hf
 
 CASES = [
     # family, heads, kv_heads, head_dim, tie

@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from flax import nnx
-from test_rl import random_batch, rl_config, tiny_model
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.losses.moe import load_balancing_loss
@@ -22,6 +21,7 @@ from hat_jax.train.opd import build_batch, jit_opd_step
 from hat_jax.train.rl import jit_rl_step
 from hat_jax.train.sft import run_sft
 from hat_jax.train.state import init_state, make_optimizer
+from tests.rl_helpers import random_batch, rl_config, tiny_model
 from tests.train_helpers import CONFIG, tiny_overrides
 
 MOE = {

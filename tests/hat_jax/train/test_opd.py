@@ -195,9 +195,8 @@ def test_opd_resume_after_kill_is_bit_identical(
     equals 5 straight steps, state and metrics rows (its sampling included)."""
     import os
 
-    from resume_worker import run_killed
-
     from hat_jax.train.metrics import read_metrics
+    from tests.hat_jax.train.resume_worker import run_killed
 
     spec = f"{CONFIG}:steps=5,max_new_tokens=8,batch_size=4"
     overrides = opd_overrides(prompts_jsonl, memo_tokenizer, **{"train.save_every": 2})

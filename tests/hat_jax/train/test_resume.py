@@ -4,11 +4,11 @@ import os
 
 import jax
 import numpy as np
-from resume_worker import run_killed
 
 from hat_jax.cli.config_flags import load_config
 from hat_jax.train.metrics import read_metrics
 from hat_jax.train.sft import run_sft
+from tests.hat_jax.train.resume_worker import run_killed
 from tests.train_helpers import CONFIG, tiny_overrides
 
 STEPS, SAVE_EVERY, KILL_AT = 5, 2, 3  # killed after step 3, resumed from step 2

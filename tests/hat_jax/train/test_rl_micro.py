@@ -5,12 +5,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
-from test_rl import random_batch, rl_config, tiny_model
 
 from hat_jax.losses.sft import token_logprobs
 from hat_jax.train.rl import jit_rl_step, num_micro_batches, rl_logprobs
 from hat_jax.train.rl_batch import episode_from_tokens, episodes_to_batch
 from hat_jax.train.state import init_state, make_optimizer
+from tests.rl_helpers import random_batch, rl_config, tiny_model
 
 
 def test_trained_pos_lists_each_rows_trained_positions():
