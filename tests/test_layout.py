@@ -1,4 +1,5 @@
-"""House rules on the source: import direction, no unsafe loaders, file sizes."""
+"""House rules on the source: import direction, no unsafe loaders, file sizes, test
+helpers imported by package."""
 
 import ast
 from pathlib import Path
@@ -59,3 +60,18 @@ def test_files_are_small():
         f"{f}: {n}" for f in _sources() if (n := len(f.read_text().splitlines())) > 600
     ]
     assert not big, big
+
+
+def test_tests_import_helpers_by_package():
+    """A test imports a helper as `tests.<folder>.<module>`, never by its bare
+    name: bare names resolve only under pytest's default import mode, and to
+    whichever folder's module pytest put on sys.path first."""
+    tests = ROOT / "tests"
+    helpers = {f.stem for f in tests.rglob("*.py")} - {"conftest"}
+    bad = [
+        f"{f.relative_to(ROOT)} imports {mod}"
+        for f in sorted(tests.rglob("*.py"))
+        for mod in _imports(ast.parse(f.read_text()))
+        if mod in helpers
+    ]
+    assert not bad, bad
