@@ -454,7 +454,7 @@ def memoriser_for(start: Harness) -> PolicyFor:
 
 
 def _paired(a: Sequence[dict], b: Sequence[dict]) -> dict:
-    """The paired difference of success (b - a) with its bootstrap interval,
+    """The paired difference of success (b - a) with its score interval (0/1),
     the cases it fixed and broke, and one-sided exact sign tests on them:
     ``p_gain`` that it fixed as many by chance, ``p_loss`` that it broke as many."""
     if [r["id"] for r in a] != [r["id"] for r in b]:

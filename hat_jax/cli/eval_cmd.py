@@ -13,7 +13,8 @@ and writes records.jsonl, summary.json and summary.md to --out.
 `show` and `compare` read what `hat eval run --out RUN` wrote (RUN may also be
 a sweep run folder, whose eval/ is its eval step; hat_jax/eval/browse.py):
 `show` lists one line per case or prints whole records, `compare` prints B - A
-with 95 % paired bootstrap intervals over the cases both runs hold.
+with 95 % paired intervals over the cases both runs hold (Tango's score
+interval for 0/1 scores, else a paired bootstrap).
 """
 
 from __future__ import annotations

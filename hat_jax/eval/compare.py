@@ -2,9 +2,10 @@
 
 Two runs are compared only on the cases both answered: each case id held by
 both gives one pair (A's score, B's score), and the difference ``B - A`` of
-the means gets a paired percentile bootstrap interval
-(``hat_jax.eval.stats.paired_difference``: 1,000 resamples, seed 0, so the
-same records always give the same interval). A case whose score is NaN in
+the means gets a paired interval (``hat_jax.eval.stats.paired_difference``):
+Tango's score interval over the cases where the runs disagree when the scores
+are 0/1, else a paired percentile bootstrap (1,000 resamples, seed 0), so the
+same records always give the same interval. A case whose score is NaN in
 either run (a judge without a valid vote) is left out of that metric's pairs.
 
 Case sets that differ are reported (how many cases each run has, how many are
@@ -139,8 +140,9 @@ def compare_lines(
     yield f"A: {shown(run_a.name)} ({run_a.source})"
     yield f"B: {shown(run_b.name)} ({run_b.source})"
     yield (
-        f"B-A over the cases both runs hold, 95 % paired bootstrap intervals "
-        f"({N_RESAMPLES:,} resamples, seed {CI_SEED});"
+        f"B-A over the cases both runs hold, 95 % paired intervals: Tango's score "
+        f"interval for 0/1 scores, else a bootstrap ({N_RESAMPLES:,} resamples, "
+        f"seed {CI_SEED});"
     )
     yield "* the interval excludes 0; scores in % where they lie in [0, 1]"
     if not suites:

@@ -62,7 +62,8 @@ def readings(s: Stat | None, paper: float | None, sign: int) -> list[str]:
     where = MISSING
     if paper is not None:
         lo, hi = (round(100 * x, 1) for x in (s.lo, s.hi))
-        where = "above" if paper > hi else "below" if paper < lo else "inside"
+        fig = round(paper, 1)  # as printed: 94.6 - 75.4 is 19.199999999999989
+        where = "above" if fig > hi else "below" if fig < lo else "inside"
     return [same, "yes" if s.excludes_zero else "no", where]
 
 

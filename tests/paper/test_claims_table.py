@@ -179,6 +179,9 @@ def test_readings_units_and_edges():
     assert readings(None, 9.4, +1) == ["–", "–", "–"]
     # the paper's figure against the interval as printed: +14.5 [+14.5, +20.0]
     assert readings(Stat(0.1455, 0.14549, 0.2, 40), 14.5, +1)[2] == "inside"
+    # ... and a figure the paper's numbers give with float error (T2's 94.6 - 75.4)
+    assert 94.6 - 75.4 < 19.2  # 19.199999999999989
+    assert readings(Stat(0.25, 0.192, 0.3, 300), 94.6 - 75.4, +1)[2] == "inside"
     # what is not a reading: a NaN mean, NaN or reversed bounds
     assert readings(Stat(math.nan, 0.1, 0.2, 40), 9.4, +1) == ["–", "–", "–"]
     assert readings(Stat(0.1, math.nan, math.nan, 40), 9.4, +1) == ["yes", "–", "–"]

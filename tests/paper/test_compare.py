@@ -8,6 +8,7 @@ from paper.compare import level, paired
 from paper.render import MARK, Table, ci, diff
 from paper.render import level as level_cell
 from paper.results import Stat
+from tests.paper.refs import score_interval
 
 
 def recs(values, ids, tags=None):
@@ -28,17 +29,24 @@ def test_paired_difference_uses_only_the_common_ids():
     assert paired(a, recs([1], [9]), "success") is None  # nothing shared
 
 
-def test_paired_interval_is_a_brute_force_paired_bootstrap():
+def test_paired_interval_of_binary_scores_is_the_score_interval():
+    """0/1 scores: the score interval over the pairs (by id) where a and b differ
+    (refs.score_interval: scipy's numerical inversion); graded scores: the
+    paired bootstrap, brute force."""
     rng = np.random.default_rng(3)
     va, vb = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
     a = recs(va, range(50))
     b = recs(vb[::-1], range(49, 9, -1))[::-1]  # ids 10..49, another order
     _, _, d = paired(a, b, "success")
     xa, xb = va[10:].astype(float), vb[10:].astype(float)  # in a's order
-    idx = np.random.default_rng(0).integers(0, 40, size=(1000, 40))
-    want = np.percentile(xa[idx].mean(1) - xb[idx].mean(1), [2.5, 97.5])
+    want = score_interval(int((xa > xb).sum()), int((xb > xa).sum()), 40)
     assert d.n == 40 and d.mean == pytest.approx(xa.mean() - xb.mean())
-    assert (d.lo, d.hi) == pytest.approx(tuple(want), abs=1e-12)
+    assert (d.lo, d.hi) == pytest.approx(want, abs=1e-9)
+    ga, gb = va / 2 + 0.25, vb / 2  # graded: 0.25, 0.75 / 0, 0.5
+    _, _, g = paired(recs(ga, range(50)), recs(gb, range(50)), "success")
+    idx = np.random.default_rng(0).integers(0, 50, size=(1000, 50))
+    want = np.percentile(ga[idx].mean(1) - gb[idx].mean(1), [2.5, 97.5])
+    assert (g.lo, g.hi) == pytest.approx(tuple(want), abs=1e-12)
 
 
 def test_level_of_a_subset_and_of_graded_scores():

@@ -193,7 +193,7 @@ def test_compare_two_real_runs(runs, capsys):
                                    f"B: {fixed} (policy:fixed)"]  # fmt: skip
     assert out[-1].split() == [
         "t2", "all", "success", "6", "100.0", "0.0", "-100.0",
-        "[-100.0,", "-100.0]", "*",
+        "[-100.0,", "-21.9]", "*",  # the score interval of 6 losses in 6
     ]  # fmt: skip
 
 

@@ -1,5 +1,6 @@
-"""`hat eval compare` (hat_jax/eval/compare.py) and the paired bootstrap it and
-the paper's tables share (hat_jax.eval.stats.paired_difference)."""
+"""`hat eval compare` (hat_jax/eval/compare.py) and the paired differences it and
+the paper's tables share (hat_jax.eval.stats.paired_difference: Tango's score
+interval for 0/1 scores, tested in test_stats.py; else a paired bootstrap)."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from hat_jax.cli.main import main as hat
 from hat_jax.eval.browse import open_run
 from hat_jax.eval.compare import compare_metric
-from hat_jax.eval.stats import paired_difference
+from hat_jax.eval.stats import paired_difference, tango_ci
 from tests.hat_jax.eval.browse_records import case_record, success_run, write_suite
 
 
@@ -30,9 +31,11 @@ def brute_force(xa, xb, w=None):
 
 
 def test_paired_difference_is_a_brute_force_paired_bootstrap():
+    """Scores other than 0/1 (e.g. effectiveness) get the paired bootstrap."""
     rng = np.random.default_rng(5)
-    xa, xb = rng.integers(0, 2, 37).astype(float), rng.integers(0, 2, 37) * 1.0
+    xa, xb = rng.integers(0, 3, 37) / 2, rng.integers(0, 3, 37) / 2
     d = paired_difference(xa, xb)
+    assert d["method"] == "bootstrap"
     want, (lo, hi) = brute_force(xa, xb)
     assert d["n"] == 37 and d["diff"] == pytest.approx(xb.mean() - xa.mean())
     assert d["diff"] == pytest.approx(want)
@@ -57,10 +60,12 @@ def test_the_difference_is_over_the_shared_cases(tmp_path, capsys):
     ra, rb = open_run(a).records("t2"), open_run(b).records("t2")
     d = compare_metric(ra, rb, "success")
     xa, xb = va[10:50].astype(float), vb[10:50].astype(float)  # in A's order
-    want, ci = brute_force(xa, xb)
+    want, _ = brute_force(xa, xb)
     assert d["n"] == 40 and d["diff"] == pytest.approx(want)
     assert (d["a"], d["b"]) == pytest.approx((xa.mean(), xb.mean()))
-    assert d["ci"] == pytest.approx(list(ci), abs=1e-12)
+    gain, loss = int(((xb == 1) & (xa == 0)).sum()), int(((xa == 1) & (xb == 0)).sum())
+    assert (d["method"], d["gain"], d["loss"]) == ("tango", gain, loss)
+    assert d["ci"] == pytest.approx(list(tango_ci(gain, loss, 40)), abs=1e-12)
     odd = np.arange(10, 50) % 2 == 1  # family y
     dy = compare_metric(ra, rb, "success", {"family": "y"})
     assert dy["n"] == 20 and dy["diff"] == pytest.approx(
@@ -91,8 +96,8 @@ def test_identical_runs_differ_by_zero(tmp_path, capsys):
     rc, out, _ = compare(capsys, run, run, "--strict")
     row = next(ln for ln in out.splitlines() if ln.startswith("t2 "))
     assert rc == 0 and row.split()[1:] == [
-        "all", "success", "7", "57.1", "57.1", "+0.0", "[+0.0,", "+0.0]"
-    ]  # fmt: skip
+        "all", "success", "7", "57.1", "57.1", "+0.0", "[-35.4,", "+35.4]"
+    ]  # fmt: skip  # no disagreement in 7 cases: +-z^2 / (7 + z^2)
     assert "warning" not in out and "*" not in row
 
 
