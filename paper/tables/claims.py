@@ -16,7 +16,7 @@ from paper import reported
 from paper.compare import METHOD
 from paper.render import MISSING, Table, ci, count, diff, paper_cell
 from paper.results import Stat, Sweep
-from paper.tables.claims_data import CLAIMS, Claim
+from paper.tables.claims_data import CLAIMS, Claim, acceptance_basis
 from paper.tables.main import PIPELINES
 from paper.tables.registry import register, skipped_note
 
@@ -128,6 +128,7 @@ def claims_table(sweep: Sweep) -> Table:
             "here: the RL chain-of-thought length cuts (not modelled in this "
             "world), latency and MTP speed-up (the latency table), harness "
             "evolution (hat evolve's own table), the online A/B test.",
+            *acceptance_basis(sweep),
             *skipped_note(sweep),
         ],
         align="rp{3.4cm}p{3cm}rrrccc",  # the claim and measure columns wrap

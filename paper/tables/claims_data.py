@@ -181,6 +181,27 @@ def _acceptance_gain(sweep: Sweep) -> Stat | None:
     return Stat(rates[0] - rates[1])
 
 
+def acceptance_basis(sweep: Sweep) -> list[str]:
+    """A note on what claim 11's heads drafted for, from the HAT run's replay
+    summaries at concurrency 1: answered turns and distinct replies per head. A
+    model that gives one reply to every message has its drafts accepted
+    whatever the head, so the acceptance gap means little without them."""
+    run = sweep.pipeline(*HAT)
+    replays, _ = latency.read_replays(
+        None if run is None else latency.replay_folder(run)
+    )
+    parts = []
+    for head in MTP_HEADS:
+        s = (replays.get(head) or {}).get(1) or {}
+        if any(s.get(k) is None for k in ("distinct_replies", "answered", "messages")):
+            return []
+        parts.append(
+            f"{head.replace('_', ' ')} {s['distinct_replies']} distinct replies "
+            f"over {s['answered']} answered of {s['messages']} messages"
+        )
+    return [f"Claim 11's replay at concurrency 1: {'; '.join(parts)}."]
+
+
 def _ifeval(number, claim, a, b, paper: tuple, sign: int) -> list[Claim]:
     """A claim on IFEval: the real IFEval at each level the paper gives a figure
     for (the prompt level always), then the proxy beside the same figures."""

@@ -282,6 +282,30 @@ def test_mtp_acceptance_row_pairs_the_heads_messages(make_sweep, tmp_path, repea
     assert u[1] - u[0] > 3 * (hi - lo)
 
 
+def test_claims_notes_say_how_many_distinct_replies_the_heads_drafted_for(
+    make_sweep, tmp_path
+):
+    """A constant reply has every draft accepted: the note gives each head's
+    distinct replies and answered turns from its replay summary at c = 1."""
+    root = make_sweep(tmp_path)
+    assert not any(
+        "distinct replies" in n for n in get("claims")(load_sweep(root)).notes
+    )
+    _head_replays(root, {"co_trained": 0.05, "base_head": 0.0})
+    folder = latency.replay_folder(load_sweep(root).pipeline("hsa", True, True))
+    want = []
+    for head in ("co_trained", "base_head"):
+        runs = json.loads((folder / head / "replay.json").read_text())["runs"]
+        s = next(r["summary"] for r in runs if r["concurrency"] == 1)
+        assert 0 < s["distinct_replies"] <= s["answered"] <= s["messages"]
+        want.append(
+            f"{head.replace('_', ' ')} {s['distinct_replies']} distinct replies "
+            f"over {s['answered']} answered of {s['messages']} messages"
+        )
+    notes = get("claims")(load_sweep(root)).notes
+    assert f"Claim 11's replay at concurrency 1: {'; '.join(want)}." in notes
+
+
 def test_mtp_acceptance_without_counts_is_the_summaries_difference(
     make_sweep, tmp_path
 ):
