@@ -133,8 +133,10 @@ def edit_table(sweep: Sweep) -> Table:
             "relative error reduction (before − after) / before in %. 95 % "
             "intervals: Wilson score for the error rates, paired percentile "
             "bootstrap over questions (1,000 resamples, seed 0) for the reduction; "
-            "* marks a reduction whose interval excludes 0. Paper: HAT 51.7 %, "
-            "naive SFT 18.1 % (PAPER.md; its error measure is not named)."
+            "* marks a reduction whose interval excludes 0. Over every question, "
+            "the dev and test splits pooled (the suite's summary also gives each "
+            "split). Paper: HAT 51.7 %, naive SFT 18.1 % (PAPER.md: one figure "
+            "for its 500 dev + 1,000 test cases; its error measure is not named)."
         ),
         header=[
             "run",
