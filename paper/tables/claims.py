@@ -101,7 +101,8 @@ def claims_table(sweep: Sweep) -> Table:
         caption=(
             f"Ours at {sweep.scale_note()}: each quantitative claim of the paper, "
             "our estimate of it in points (a relative reduction in %) over the "
-            "cases the runs share, and three readings of its 95 % interval: "
+            "cases the runs share (claim 9: over questions, each asked under 4 "
+            "prompts, resampled by question), and three readings of its 95 % interval: "
             "whether its sign is the paper's, whether it excludes 0, and whether "
             f"the paper's figure lies above, inside or below it. {METHOD} A "
             "contrast of two effects (6, 10) is bootstrapped over the cases all "

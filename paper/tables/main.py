@@ -81,8 +81,10 @@ def main_table(sweep: Sweep) -> Table:
             f"Ours at {sweep.scale_note()}: per simulator suite and run, the cases "
             "answered (n) and the means over them in %: success (accurate, fully "
             "effective and within the harness's rules), accuracy, effectiveness. "
-            f"{METHOD} PR: T3's Prompt Robustness subset. Paper: its reported "
-            "score (PAPER.md)."
+            f"{METHOD} PR: T3's Prompt Robustness subset, each question under 4 "
+            "prompts (its intervals take the cases as independent, so they are "
+            "too narrow; the claims table's claim 9 resamples questions). Paper: "
+            "its reported score (PAPER.md)."
         ),
         header=["suite", "run", "n", "success", "accuracy", "effectiveness", "paper"],
         rows=rows,

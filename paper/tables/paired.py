@@ -114,6 +114,9 @@ def paired_table(sweep: Sweep) -> Table:
             "Paper: HAT − base is derived from its main table (T1 94.8 − 80.3, T2 "
             "94.6 − 75.4), whose score is not named; the T3 Prompt Robustness drop "
             "(−4.6) names no score either. It reports no T2 result per HSA family.",
+            "The PR subset asks each question under 4 prompts: its row takes the "
+            "cases as independent (too narrow an interval); the claims table's "
+            "claim 9 gives the same difference resampled by question.",
             "A row without an interval compares summary means (a run without "
             "records) or lacks a run; n is then not shown.",
             *skipped_note(sweep),

@@ -20,7 +20,7 @@ from paper.results import Stat, load_sweep
 from paper.tables import acceptance, get, latency
 from paper.tables.claims import HEADER, readings
 from paper.tables.claims_data import CLAIMS
-from tests.paper.refs import PR, boot, common, diff_text, interval, read, row, signed
+from tests.paper.refs import boot, common, diff_text, interval, read, row, signed
 
 OURS = re.compile(r"^([−+]?\d+\.\d) \[([−+]?\d+\.\d), ([−+]?\d+\.\d)\]( \*)?$")
 P, INS = "prompt_level_strict", "instruction_level_strict"
@@ -45,13 +45,13 @@ TWO_RUN = [
     ("7", f"{PROXY}, prompt", HS, FX, PX, P, {}, "+9.4", 1),
     ("8", f"{REAL}, prompt", "hat", HSO, IF, P, {}, "+1.0", 1),
     ("8", f"{PROXY}, prompt", "hat", HSO, PX, P, {}, "+1.0", 1),
-    ("9", "T3 PR success", FX, "base", "t3", "success", PR, "−4.6", -1),
     ("15", f"{REAL}, prompt", "hat", "base", IF, P, {}, "+2.0", 1),  # 83.5-81.5
     ("15", f"{REAL}, instr.", "hat", "base", IF, INS, {}, "+1.0", 1),  # 88.7-87.7
     ("15", f"{PROXY}, prompt", "hat", "base", PX, P, {}, "+2.0", 1),
     ("15", f"{PROXY}, instr.", "hat", "base", PX, INS, {}, "+1.0", 1),
 ]  # fmt: skip
 EDIT = "edit: relative error reduction (%)"
+PR_MEASURE = "T3 PR success (n: questions, 4 prompts each)"  # claim 9, sign −1
 
 
 def _rows(table) -> list[dict]:
@@ -89,8 +89,30 @@ def test_every_two_run_row_is_its_paired_difference(sweep_root, tables):
         assert got["n"] == str(len(xa))
         proxy = " (real)" if suite == "ifeval_proxy" else ""
         assert got["paper"] == paper + (proxy if paper != "–" else ""), got
-    # the table holds these rows and the four below, nothing else
-    assert len(t.rows) == len(TWO_RUN) + 5 == len(CLAIMS)
+    # the table holds these rows, claim 9 and the four below, nothing else
+    assert len(t.rows) == len(TWO_RUN) + 6 == len(CLAIMS)
+
+
+def test_prompt_robustness_resamples_questions(sweep_root, tables):
+    """Claim 9: T3's PR cases are questions under 4 prompts each; the row's
+    interval resamples questions (a brute-force cluster bootstrap), n counts them."""
+    got = _find(tables["claims"], "9", PR_MEASURE)
+    ra, rb = read(sweep_root, FX, "t3"), read(sweep_root, "base", "t3")
+    other = {r["id"]: r["scores"]["success"] for r in rb}
+    by_q = {}
+    for r in ra:
+        if r["tags"].get("kind") == "prompt_robustness" and r["id"] in other:
+            by_q.setdefault(r["tags"]["question"], []).append(
+                r["scores"]["success"] - other[r["id"]]
+            )
+    assert len(by_q) >= 5 and {len(v) for v in by_q.values()} == {4}
+    d = np.array([sum(v) for v in by_q.values()])
+    c = np.array([len(v) for v in by_q.values()], float)
+    lo, hi = boot(lambda x, y: x.sum(-1) / y.sum(-1), d, c)
+    value = d.sum() / c.sum()
+    mark = " *" if lo > 0 or hi < 0 else ""
+    assert got["ours"] == f"{signed(value)} [{signed(lo)}, {signed(hi)}]{mark}"
+    assert (got["n"], got["paper"]) == (str(len(by_q)), "−4.6")
 
 
 def test_opd_contrast_is_the_gap_of_the_two_effects(sweep_root, tables):
@@ -136,7 +158,7 @@ def test_edit_rows_are_the_runs_reductions_and_their_gap(sweep_root, tables):
 def test_readings_follow_the_printed_interval_and_the_claimed_sign(tables):
     """Sign, 0 and the paper's figure read off each printed cell with the sign
     PAPER.md claims (written out above), independently of the table's code."""
-    signs = {(n, m): s for n, m, *_, s in TWO_RUN}
+    signs = {(n, m): s for n, m, *_, s in TWO_RUN} | {("9", PR_MEASURE): -1}
     seen = set()
     for cells in _rows(tables["claims"]):
         if cells["#"] == "11":  # no replay with a co-trained head in the fake sweep
