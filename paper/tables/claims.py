@@ -16,7 +16,8 @@ from paper import reported
 from paper.compare import METHOD
 from paper.render import MISSING, Table, ci, count, diff, paper_cell
 from paper.results import Stat, Sweep
-from paper.tables.claims_data import CLAIMS, Claim, acceptance_basis
+from paper.tables import edit
+from paper.tables.claims_data import CLAIMS, MIN_NONZERO, Claim, acceptance_basis
 from paper.tables.main import PIPELINES
 from paper.tables.registry import register, skipped_note
 
@@ -106,7 +107,10 @@ def claims_table(sweep: Sweep) -> Table:
             "whether its sign is the paper's, whether it excludes 0, and whether "
             f"the paper's figure lies above, inside or below it. {METHOD} A "
             "contrast of two effects (6, 10) is bootstrapped over the cases all "
-            f"its runs answered. Paper: {reported.SOURCE}."
+            "its runs answered, and has no interval with fewer than "
+            f"{MIN_NONZERO} cases where the runs' effects differ (or, for 10, "
+            f"fewer than {edit.MIN_WRONG} questions wrong before the edit). "
+            f"Paper: {reported.SOURCE}."
         ),
         header=HEADER,
         rows=[claim_row(sweep, c) for c in CLAIMS],

@@ -125,9 +125,17 @@ def _scores(run: Run, suite: str, metric: str) -> dict[str, float] | None:
     return {str(r["id"]): r["scores"][metric] for r in recs if metric in r["scores"]}
 
 
+# A contrast's per-case values are mostly 0 where the four runs agree; with
+# fewer than MIN_NONZERO cases that are not, the percentile bootstrap collapses
+# towards [0, 0] (no disagreement reads [0, 0]), so it is shown without an
+# interval and not read, like an edit reduction over few wrong questions.
+MIN_NONZERO = 10
+
+
 def _effect_gap(a1: Key, b1: Key, a2: Key, b2: Key, suite: str, metric: str):
     """(a1 − b1) − (a2 − b2) of a 0/1 per-case metric over the cases all four
-    runs answered, paired bootstrap over them (records needed)."""
+    runs answered, paired bootstrap over them (records needed; no interval
+    below ``MIN_NONZERO`` cases with a nonzero contrast)."""
 
     def estimate(sweep: Sweep) -> Stat | None:
         runs = _runs(sweep, (a1, b1, a2, b2))
@@ -139,6 +147,8 @@ def _effect_gap(a1: Key, b1: Key, a2: Key, b2: Key, suite: str, metric: str):
             return None
         x = np.array([[s[i] for i in ids] for s in scores], np.float64)
         d = x[0] - x[1] - x[2] + x[3]
+        if np.count_nonzero(d) < MIN_NONZERO:
+            return Stat(float(d.mean()), n=len(ids))
         return _contrast(lambda v: v.mean(-1), [d], float(d.mean()))
 
     return estimate

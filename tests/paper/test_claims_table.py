@@ -123,11 +123,30 @@ def test_opd_contrast_is_the_gap_of_the_two_effects(sweep_root, tables):
     ids = [i for i in by_id[0] if all(i in s for s in by_id[1:])]
     x = np.array([[s[i] for i in ids] for s in by_id])
     d = x[0] - x[1] - x[2] + x[3]
+    assert np.count_nonzero(d) >= 10  # enough for an interval (MIN_NONZERO)
     lo, hi = boot(lambda v: v.mean(-1), d)
     mark = " *" if lo > 0 or hi < 0 else ""
     got = _find(tables["claims"], "6", f"{REAL}, prompt (strict)", 1)
     assert got["ours"] == f"{signed(d.mean())} [{signed(lo)}, {signed(hi)}]{mark}"
     assert got["paper"] == "+8.3" and got["n"] == str(len(ids))  # 8.5 - 0.2
+
+
+def test_a_contrast_where_few_cases_differ_is_not_read(make_sweep, tmp_path):
+    """Four runs that agree on all but a few prompts: the bootstrap would read
+    about [0, 0]; the row shows the estimate alone, with no reading."""
+    root = make_sweep(tmp_path)
+    runs = ("sft_fixed_opd", "sft_fixed", "sft_hsa_opd", "sft_hsa")
+    first = read(root, runs[0], "ifeval")
+    for k, name in enumerate(runs):
+        recs = [json.loads(json.dumps(r)) for r in first]
+        for i, r in enumerate(recs):  # runs 1-3 copy run 0, but 3 prompts flip in run 1
+            if k == 1 and i < 3:
+                r["scores"][P] = 1.0 - r["scores"][P]
+        path = root / name / "eval" / "ifeval" / "records.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    got = _find(get("claims")(load_sweep(root)), "6", f"{REAL}, prompt (strict)", 1)
+    assert re.fullmatch(r"[−+]\d+\.\d", got["ours"]) and got["n"] == "–"  # no interval
+    assert [got[h] for h in HEADER[-2:]] == ["–", "–"]
 
 
 def test_edit_rows_are_the_runs_reductions_and_their_gap(sweep_root, tables):
