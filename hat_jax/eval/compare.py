@@ -23,7 +23,7 @@ import numpy as np
 from hat_jax.eval.browse import WEIGHTS, EvalRun, headline, metric_names, quoted
 from hat_jax.eval.records import Record
 from hat_jax.eval.show import select
-from hat_jax.eval.stats import CI_SEED, N_RESAMPLES, paired_difference
+from hat_jax.eval.stats import CI_SEED, MIN_DIFFERING, N_RESAMPLES, paired_difference
 from hat_jax.printable import shown
 
 MAX_GROUPS = 12  # a tag with more values than this is not broken down by default
@@ -144,7 +144,10 @@ def compare_lines(
         f"interval for 0/1 scores, else a bootstrap ({N_RESAMPLES:,} resamples, "
         f"seed {CI_SEED});"
     )
-    yield "* the interval excludes 0; scores in % where they lie in [0, 1]"
+    yield (
+        "* the interval excludes 0; - no interval (graded scores differing in "
+        f"fewer than {MIN_DIFFERING} cases); scores in % where they lie in [0, 1]"
+    )
     if not suites:
         for s, side in only:
             yield f"note: {shown(s)} is only in {side}; skipped"

@@ -18,7 +18,8 @@ Likewise ``paired_difference`` gives a difference of 0/1 scores (unweighted)
 Tango's score interval (``tango_ci``): two runs that disagree on no case read
 [0, 0] under the bootstrap, though 0 disagreements in 300 cases leave room
 for a difference of about +-1.3 points; the score interval says so. Any other
-difference keeps the paired bootstrap.
+difference keeps the paired bootstrap, and has no interval when fewer than
+``MIN_DIFFERING`` cases differ (there is no score interval to fall back on).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from jaxtyping import Float
 N_RESAMPLES = 1000
 CI_SEED = 0
 LEVEL = 0.95
+# A paired bootstrap of graded scores needs this many cases where the runs
+# differ: with fewer, most resamples hold none of them and the interval
+# collapses towards [0, 0], so ``paired_difference`` gives none.
+MIN_DIFFERING = 10
 
 # A statistic over resampled arrays: each argument is [R, n], the result [R].
 Statistic = Callable[..., Float[np.ndarray, " R"]]
@@ -246,11 +251,13 @@ def paired_difference(
     cases where the runs disagree (method "tango"; ``gain`` / ``loss`` count
     them). Otherwise it is the percentile bootstrap of the difference with
     shared indices (method "bootstrap"; module docstring), so a resampled case
-    keeps its pair. Either is narrower than an unpaired interval whenever the
-    runs agree on which cases are hard. ``weights`` (one per case, default 1)
-    give weighted means, e.g. IFEval's instruction-level accuracy.
-    ``hat eval compare`` and the paper's tables (``paper.compare``, which calls
-    it with the runs swapped for its ``a - b``) both use it.
+    keeps its pair; with fewer than ``MIN_DIFFERING`` cases whose scores
+    differ there is no interval (method "too few differing"). Either interval
+    is narrower than an unpaired one whenever the runs agree on which cases
+    are hard. ``weights`` (one per case, default 1) give weighted means, e.g.
+    IFEval's instruction-level accuracy. ``hat eval compare`` and the paper's
+    tables (``paper.compare``, which calls it with the runs swapped for its
+    ``a - b``) both use it.
 
     Returns:
       ``{"a", "b", "diff", "ci": [lo, hi], "n", "method"}`` (and ``"gain"``,
@@ -277,5 +284,7 @@ def paired_difference(
         gain, loss = int((xb > xa).sum()), int((xa > xb).sum())
         ci = tango_ci(gain, loss, xa.size, level=kw.get("level", LEVEL))
         return out | {"ci": list(ci), "method": "tango", "gain": gain, "loss": loss}
+    if np.count_nonzero(xa != xb) < MIN_DIFFERING:
+        return out | {"ci": None, "method": "too few differing"}
     ci = bootstrap(_paired_gap, xa, xb, w, **kw)
     return out | {"ci": list(ci) if ci else None, "method": "bootstrap"}

@@ -125,9 +125,24 @@ def test_paired_difference_of_binary_scores_uses_tango():
     assert paired_difference(a, b, np.full(8, 2.0))["ci"] == d["ci"]  # equal weights
     for other in (paired_difference(a, b, np.arange(1.0, 9.0)), paired_difference(
         a, np.where(b == 1, 0.5, 0.0))):  # fmt: skip
-        assert other["method"] == "bootstrap" and "gain" not in other
+        assert other["method"] == "too few differing" and "gain" not in other
+        assert other["ci"] is None and other["diff"] is not None  # 4 or 5 differ
     same = paired_difference(a, a)
     assert same["diff"] == 0.0 and same["ci"] == pytest.approx(list(tango_ci(0, 0, 8)))
+
+
+def test_a_graded_difference_needs_ten_differing_cases():
+    """Graded scores have no score interval: below 10 differing cases the
+    percentile bootstrap is not to be trusted (with none it reads [0, 0]), so
+    no interval is given; from 10 on, the bootstrap."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 3, 300) / 2
+    for k, method in ((9, "too few differing"), (10, "bootstrap")):
+        b = a.copy()
+        b[:k] = np.where(a[:k] == 1.0, 0.5, a[:k] + 0.5)  # k cases differ
+        d = paired_difference(a, b, np.full(300, 3.0))
+        assert d["method"] == method and (d["ci"] is None) == (k == 9)
+        assert d["diff"] == pytest.approx((b - a).mean())
 
 
 def test_tango_covers_where_the_paired_bootstrap_does_not():
