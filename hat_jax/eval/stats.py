@@ -39,6 +39,12 @@ LEVEL = 0.95
 # differ: with fewer, most resamples hold none of them and the interval
 # collapses towards [0, 0], so ``paired_difference`` gives none.
 MIN_DIFFERING = 10
+# A relative error reduction's bootstrap leaves out the resamples with nothing
+# wrong before (a zero denominator): about e^-k of them with k cases wrong, so
+# with few wrong its interval stands on a biased sample (one wrong case gives
+# [100, 100] from the two thirds of resamples that hold it). Below MIN_WRONG
+# cases wrong before, ``error_reduction`` gives no interval.
+MIN_WRONG = 10
 
 # A statistic over resampled arrays: each argument is [R, n], the result [R].
 Statistic = Callable[..., Float[np.ndarray, " R"]]
@@ -134,13 +140,15 @@ def error_reduction(
     Returns:
       ``{"before": mean_ci, "after": mean_ci, "reduction": {"value", "ci"}}``;
       reduction is ``(before - after) / before`` of the mean error rates (None
-      when nothing was wrong before), with a paired bootstrap interval.
+      when nothing was wrong before), with a paired bootstrap interval (None
+      with fewer than ``MIN_WRONG`` cases wrong before).
     """
     b, a = np.asarray(before, np.float64), np.asarray(after, np.float64)
     if b.shape != a.shape:
         raise ValueError(f"unpaired errors: {b.shape} before, {a.shape} after")
     value = float((b.mean() - a.mean()) / b.mean()) if b.size and b.mean() else None
-    ci = bootstrap(_reduction, b, a, **kw) if value is not None else None
+    few = np.count_nonzero(b > 0) < MIN_WRONG
+    ci = bootstrap(_reduction, b, a, **kw) if value is not None and not few else None
     return {
         "before": mean_ci(b, **kw),
         "after": mean_ci(a, **kw),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hat_jax.eval.stats import case_mean_ci, error_reduction
+from hat_jax.eval.stats import MIN_WRONG, case_mean_ci, error_reduction
 from hat_jax.jsonl import DataError
 from hat_jax.printable import shown
 from paper import reported
@@ -26,12 +26,6 @@ from paper.tables.registry import register, skipped_note
 
 SUITE = "edit"
 SIDES = ("before", "after")
-# The reduction's bootstrap leaves out the resamples with nothing wrong before
-# (a zero denominator): about e^-k of them with k questions wrong (any error
-# above 0), so below MIN_WRONG its interval stands on a biased sample (one wrong
-# question gives [100, 100] from the two thirds of resamples that hold it). Such
-# a reduction is shown without an interval and not read.
-MIN_WRONG = 10
 
 
 def too_few_wrong(before: Sequence[float]) -> bool:
@@ -102,10 +96,8 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
     measure, before, after = errors(recs, where)
     if not before:
         return f"1 − {measure}", None, None, None
-    red = error_reduction(before, after)["reduction"]
+    red = error_reduction(before, after)["reduction"]  # no interval: MIN_WRONG
     red = Stat.from_summary(red) if red["value"] is not None else None
-    if red is not None and too_few_wrong(before):
-        red = Stat(red.mean, n=red.n)
     b, a = (Stat.from_summary(case_mean_ci(x)) for x in (before, after))
     return f"1 − {measure}", b, a, red
 
