@@ -20,6 +20,7 @@ difference of two summary means has no interval).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,8 +47,13 @@ def select(records: Sequence[dict], subset: dict | None) -> list[dict]:
 
 def level(records: Sequence[dict], metric: str, subset: dict | None = None):
     """The mean of ``metric`` over the (``subset``'s) cases that hold it, with
-    its interval (``METHOD``); None when no case holds it."""
-    rows = [r["scores"] for r in select(records, subset) if metric in r["scores"]]
+    its interval (``METHOD``); None when no case holds it. A NaN score (a judge
+    without a valid vote) is left out, as ``hat eval compare`` does."""
+    rows = [
+        r["scores"]
+        for r in select(records, subset)
+        if metric in r["scores"] and math.isfinite(r["scores"][metric])
+    ]
     if not rows:
         return None
     weight = WEIGHTS.get(metric)
@@ -75,6 +81,8 @@ def paired(
     (``subset`` keeps the cases whose tags match it), each with its interval;
     None without a shared case."""
     xa, xb, w = paired_arrays(select(a, subset), b, metric)
+    keep = np.isfinite(xa) & np.isfinite(xb) & np.isfinite(w)  # NaN: no valid vote
+    xa, xb, w = xa[keep], xb[keep], w[keep]
     if xa.size == 0 or w.sum() == 0:
         return None
     ww = w if metric in WEIGHTS else None

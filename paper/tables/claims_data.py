@@ -122,7 +122,11 @@ def _scores(run: Run, suite: str, metric: str) -> dict[str, float] | None:
     recs = run.records(suite)
     if recs is None:
         return None
-    return {str(r["id"]): r["scores"][metric] for r in recs if metric in r["scores"]}
+    return {  # a NaN score (no valid vote) is no case
+        str(r["id"]): r["scores"][metric]
+        for r in recs
+        if metric in r["scores"] and math.isfinite(r["scores"][metric])
+    }
 
 
 # A contrast's per-case values are mostly 0 where the four runs agree; with

@@ -49,6 +49,21 @@ def test_paired_interval_of_binary_scores_is_the_score_interval():
     assert (g.lo, g.hi) == pytest.approx(tuple(want), abs=1e-12)
 
 
+def test_nan_scores_are_left_out_of_levels_and_pairs():
+    """A NaN score (a judge without a valid vote) is no case: neither in a
+    run's mean nor in a pair, never a NaN mean or a biased interval."""
+    nan = float("nan")
+    a = recs([1, nan, 0, 1, 1], range(5))
+    b = recs([0, 1, nan, 1, 0], range(5))
+    s = level(a, "success")
+    assert (s.n, s.mean) == (4, 0.75) and (s.lo, s.hi) == wilson_ci(3, 4)
+    sa, sb, d = paired(a, b, "success")  # pairs c0, c3, c4
+    assert d.n == 3 and (sa.mean, sb.mean) == (1.0, 1 / 3)
+    assert d.mean == pytest.approx(2 / 3) and (d.lo, d.hi) == pytest.approx(
+        score_interval(2, 0, 3), abs=1e-9
+    )
+
+
 def test_level_of_a_subset_and_of_graded_scores():
     r = recs([1, 0, 1, 1], range(4), {"family": "f"}) + recs([0, 0], [7, 8])
     s = level(r, "success", {"family": "f"})
