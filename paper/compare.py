@@ -12,7 +12,8 @@ How every interval in the tables is made (``METHOD``):
   +-1.3 points, where a bootstrap reads [0, 0]), of any other score a paired
   percentile bootstrap: each resampled case keeps its pair
   (``hat_jax.eval.stats.bootstrap``: 1,000 resamples, seed 0), so the same
-  records always give the same interval.
+  records always give the same interval; none with fewer than
+  ``MIN_DIFFERING`` (10) cases that differ.
 
 A run without a records file falls back to its summary (bootstrap intervals; a
 difference of two summary means has no interval).
@@ -34,8 +35,8 @@ METHOD = (
     "95 % intervals: Wilson score for a mean of 0/1 scores, percentile bootstrap "
     "over cases for other means; for a difference, over the cases both runs "
     "answered, Tango's paired score interval of 0/1 scores, a paired percentile "
-    "bootstrap of others (1,000 resamples, seed 0); * marks a difference whose "
-    "interval excludes 0."
+    "bootstrap of others (1,000 resamples, seed 0; none with fewer than 10 cases "
+    "that differ); * marks a difference whose interval excludes 0."
 )
 
 

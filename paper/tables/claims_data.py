@@ -93,7 +93,7 @@ def _by_question(a: Key, b: Key, suite: str, metric: str, subset=None):
         sums: dict[str, list[float]] = {}
         for r in select(recs[0], subset):
             x, y = r["scores"].get(metric), other.get(str(r["id"]), {}).get(metric)
-            if x is not None and y is not None:
+            if x is not None and y is not None and math.isfinite(x - y):  # NaN: no vote
                 d = sums.setdefault(str(r["tags"]["question"]), [0.0, 0.0])
                 d[0], d[1] = d[0] + x - y, d[1] + 1
         if not sums:
