@@ -43,8 +43,20 @@ MIN_DIFFERING = 10
 # wrong before (a zero denominator): about e^-k of them with k cases wrong, so
 # with few wrong its interval stands on a biased sample (one wrong case gives
 # [100, 100] from the two thirds of resamples that hold it). Below MIN_WRONG
-# cases wrong before, ``error_reduction`` gives no interval.
+# cases wrong before, or MIN_DIFFERING cases whose error the edit changed (none
+# changed reads [0, 0]), ``error_reduction`` gives no interval.
 MIN_WRONG = 10
+
+
+def too_few_to_resample(before: Sequence[float], after: Sequence[float]) -> bool:
+    """Whether a relative error reduction over these paired errors gets no
+    interval: fewer than ``MIN_WRONG`` cases wrong before, or fewer than
+    ``MIN_DIFFERING`` whose error differs after."""
+    b, a = np.asarray(before, np.float64), np.asarray(after, np.float64)
+    return (
+        np.count_nonzero(b > 0) < MIN_WRONG or np.count_nonzero(b != a) < MIN_DIFFERING
+    )
+
 
 # A statistic over resampled arrays: each argument is [R, n], the result [R].
 Statistic = Callable[..., Float[np.ndarray, " R"]]
@@ -141,13 +153,13 @@ def error_reduction(
       ``{"before": mean_ci, "after": mean_ci, "reduction": {"value", "ci"}}``;
       reduction is ``(before - after) / before`` of the mean error rates (None
       when nothing was wrong before), with a paired bootstrap interval (None
-      with fewer than ``MIN_WRONG`` cases wrong before).
+      when ``too_few_to_resample``).
     """
     b, a = np.asarray(before, np.float64), np.asarray(after, np.float64)
     if b.shape != a.shape:
         raise ValueError(f"unpaired errors: {b.shape} before, {a.shape} after")
     value = float((b.mean() - a.mean()) / b.mean()) if b.size and b.mean() else None
-    few = np.count_nonzero(b > 0) < MIN_WRONG
+    few = too_few_to_resample(b, a)
     ci = bootstrap(_reduction, b, a, **kw) if value is not None and not few else None
     return {
         "before": mean_ci(b, **kw),

@@ -109,7 +109,8 @@ def claims_table(sweep: Sweep) -> Table:
             "contrast of two effects (6, 10) is bootstrapped over the cases all "
             "its runs answered, and has no interval with fewer than "
             f"{MIN_NONZERO} cases where the runs' effects differ (or, for 10, "
-            f"fewer than {edit.MIN_WRONG} questions wrong before the edit). "
+            f"fewer than {edit.MIN_WRONG} questions wrong before the edit or "
+            f"{MIN_NONZERO} whose error it changed). "
             f"Paper: {reported.SOURCE}."
         ),
         header=HEADER,

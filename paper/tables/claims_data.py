@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hat_jax.eval.stats import bootstrap
+from hat_jax.eval.stats import bootstrap, too_few_to_resample
 from hat_jax.jsonl import read_json
 from hat_jax.printable import shown
 from paper import reported
@@ -165,7 +165,7 @@ def _records_path(run: Run):
 def _reduction_gap(a: Key, b: Key):
     """a's relative error reduction minus b's over the questions both
     completed under the same error measure, paired bootstrap over them (no
-    interval when either run had fewer than ``edit.MIN_WRONG`` wrong before)."""
+    interval when either run's reduction has none: ``too_few_to_resample``)."""
 
     def red(before, after):
         m = before.mean(-1)
@@ -191,8 +191,8 @@ def _reduction_gap(a: Key, b: Key):
             value = float(red(arrays[0], arrays[1]) - red(arrays[2], arrays[3]))
         if not math.isfinite(value):
             return None
-        if edit.too_few_wrong(arrays[0]) or edit.too_few_wrong(arrays[2]):
-            return Stat(value, n=len(qs))  # too few wrong before to bootstrap
+        if too_few_to_resample(*arrays[:2]) or too_few_to_resample(*arrays[2:]):
+            return Stat(value, n=len(qs))  # too few wrong or changed to bootstrap
         return _contrast(
             lambda ba, aa, bb, ab: red(ba, aa) - red(bb, ab), arrays, value
         )

@@ -5,7 +5,8 @@ From each run's edit records: a question's error before and after the edit is
 "error =" column says which); complete questions only. Error rates have Wilson
 intervals; the relative reduction (before − after) / before its paired
 bootstrap interval over questions (``hat_jax.eval.stats.error_reduction``;
-none with fewer than ``MIN_WRONG`` questions wrong before). A
+none with fewer than ``MIN_WRONG`` questions wrong before or
+``MIN_DIFFERING`` whose error the edit changed). A
 run without records shows its summary's ``extra.error`` (bootstrap intervals),
 read as 1 − success when that summary has the success metric.
 """
@@ -15,7 +16,12 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hat_jax.eval.stats import MIN_WRONG, case_mean_ci, error_reduction
+from hat_jax.eval.stats import (
+    MIN_DIFFERING,
+    MIN_WRONG,
+    case_mean_ci,
+    error_reduction,
+)
 from hat_jax.jsonl import DataError
 from hat_jax.printable import shown
 from paper import reported
@@ -26,11 +32,6 @@ from paper.tables.registry import register, skipped_note
 
 SUITE = "edit"
 SIDES = ("before", "after")
-
-
-def too_few_wrong(before: Sequence[float]) -> bool:
-    """Whether fewer than ``MIN_WRONG`` questions had an error before the edit."""
-    return sum(e > 0 for e in before) < MIN_WRONG
 
 
 # pipeline -> the paper's number (naive SFT read as fixed-harness SFT)
@@ -96,7 +97,7 @@ def edit_stats(run: Run) -> tuple[str, Stat | None, Stat | None, Stat | None]:
     measure, before, after = errors(recs, where)
     if not before:
         return f"1 − {measure}", None, None, None
-    red = error_reduction(before, after)["reduction"]  # no interval: MIN_WRONG
+    red = error_reduction(before, after)["reduction"]  # too_few_to_resample
     red = Stat.from_summary(red) if red["value"] is not None else None
     b, a = (Stat.from_summary(case_mean_ci(x)) for x in (before, after))
     return f"1 − {measure}", b, a, red
@@ -107,7 +108,7 @@ def edit_table(sweep: Sweep) -> Table:
     rows, few = [], []
     for run in sweep.runs:
         label, before, after, red = edit_stats(run)
-        if red is not None and red.lo is None:  # MIN_WRONG (edit_stats)
+        if red is not None and red.lo is None:  # too few wrong or changed
             few.append(run.meta.row)
         n = before.n if before is not None else None
         paper = (
@@ -144,9 +145,11 @@ def edit_table(sweep: Sweep) -> Table:
             "Naive SFT in the paper is read as fixed-harness SFT.",
             *(
                 [
-                    f"Fewer than {MIN_WRONG} questions wrong before the edit, so "
-                    "the reduction has no interval (its bootstrap would lose the "
-                    "resamples with nothing wrong before): " + ", ".join(few) + "."
+                    f"Fewer than {MIN_WRONG} questions wrong before the edit, or "
+                    f"fewer than {MIN_DIFFERING} whose error it changed, so the "
+                    "reduction has no interval (its bootstrap would lose the "
+                    "resamples with nothing wrong before, or read [0, 0] where "
+                    "nothing changed): " + ", ".join(few) + "."
                 ]
                 if few
                 else []

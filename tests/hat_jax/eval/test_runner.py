@@ -183,8 +183,8 @@ def test_bootstrap_matches_a_brute_force_loop():
 def test_weighted_mean_pools_units_and_error_reduction_pairs_cases():
     w = weighted_mean_ci([1.0, 0.5, 0.0], [1, 2, 1])
     assert w["mean"] == pytest.approx(2 / 4) and w["n"] == 3
-    before = [1, 1, 1, 0, 1, 0, 0, 1, 0, 0] * 2
-    after = [0, 1, 0, 0, 0, 0, 0, 1, 0, 0] * 2
+    before = [1, 1, 1, 0, 1, 0, 0, 1, 0, 0] * 4  # 20 wrong, 12 fixed
+    after = [0, 1, 0, 0, 0, 0, 0, 1, 0, 0] * 4
     r = error_reduction(before, after)
     assert r["before"]["mean"] == 0.5 and r["after"]["mean"] == 0.2
     assert r["reduction"]["value"] == pytest.approx(0.6)
@@ -194,7 +194,7 @@ def test_weighted_mean_pools_units_and_error_reduction_pairs_cases():
     rng = np.random.default_rng(0)
     b, a = np.array(before, float), np.array(after, float)
     vals = []
-    idx = rng.integers(0, 20, size=(1000, 20))
+    idx = rng.integers(0, 40, size=(1000, 40))
     for i in idx:
         if b[i].mean():
             vals.append((b[i].mean() - a[i].mean()) / b[i].mean())
@@ -203,6 +203,12 @@ def test_weighted_mean_pools_units_and_error_reduction_pairs_cases():
     # 5 cases wrong before (< MIN_WRONG = 10): the value, no interval
     few = error_reduction(before[:10], after[:10])["reduction"]
     assert few["value"] == pytest.approx(0.6) and few["ci"] is None
+    # 15 wrong, 9 fixed by the edit (< MIN_DIFFERING = 10): no interval either;
+    # all 150 wrong before and after: 0.0, not [0, 0]
+    nine = error_reduction(before[:30], after[:30])["reduction"]
+    assert nine["value"] == pytest.approx(0.6) and nine["ci"] is None
+    same = error_reduction([1] * 150, [1] * 150)["reduction"]
+    assert same["value"] == 0.0 and same["ci"] is None
 
 
 def test_agent_rollout_records_the_harness_and_drops_live_meta(tmp_path):
