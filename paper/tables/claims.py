@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 
+from hat_jax.eval.stats import MIN_DIFFERING
 from paper import reported
 from paper.compare import METHOD
 from paper.render import MISSING, Table, ci, count, diff, paper_cell
 from paper.results import Stat, Sweep
 from paper.tables import edit
-from paper.tables.claims_data import CLAIMS, MIN_NONZERO, Claim, acceptance_basis
+from paper.tables.claims_data import CLAIMS, Claim, acceptance_basis
 from paper.tables.main import PIPELINES
 from paper.tables.registry import register, skipped_note
 
@@ -108,9 +109,9 @@ def claims_table(sweep: Sweep) -> Table:
             f"the paper's figure lies above, inside or below it. {METHOD} A "
             "contrast of two effects (6, 10) is bootstrapped over the cases all "
             "its runs answered, and has no interval with fewer than "
-            f"{MIN_NONZERO} cases where the runs' effects differ (or, for 10, "
+            f"{MIN_DIFFERING} cases where the runs' effects differ (or, for 10, "
             f"fewer than {edit.MIN_WRONG} questions wrong before the edit or "
-            f"{MIN_NONZERO} whose error it changed). "
+            f"{MIN_DIFFERING} whose error it changed). "
             f"Paper: {reported.SOURCE}."
         ),
         header=HEADER,

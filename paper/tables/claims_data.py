@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hat_jax.eval.stats import bootstrap, too_few_to_resample
+from hat_jax.eval.stats import MIN_DIFFERING, bootstrap, too_few_to_resample
 from hat_jax.jsonl import read_json
 from hat_jax.printable import shown
 from paper import reported
@@ -129,17 +129,12 @@ def _scores(run: Run, suite: str, metric: str) -> dict[str, float] | None:
     }
 
 
-# A contrast's per-case values are mostly 0 where the four runs agree; with
-# fewer than MIN_NONZERO cases that are not, the percentile bootstrap collapses
-# towards [0, 0] (no disagreement reads [0, 0]), so it is shown without an
-# interval and not read, like an edit reduction over few wrong questions.
-MIN_NONZERO = 10
-
-
 def _effect_gap(a1: Key, b1: Key, a2: Key, b2: Key, suite: str, metric: str):
     """(a1 − b1) − (a2 − b2) of a 0/1 per-case metric over the cases all four
-    runs answered, paired bootstrap over them (records needed; no interval
-    below ``MIN_NONZERO`` cases with a nonzero contrast)."""
+    runs answered, paired bootstrap over them (records needed). Its per-case
+    values are mostly 0 where the four runs agree: below ``MIN_DIFFERING``
+    nonzero cases the bootstrap collapses towards [0, 0], so there is no
+    interval, as for any graded paired difference."""
 
     def estimate(sweep: Sweep) -> Stat | None:
         runs = _runs(sweep, (a1, b1, a2, b2))
@@ -151,7 +146,7 @@ def _effect_gap(a1: Key, b1: Key, a2: Key, b2: Key, suite: str, metric: str):
             return None
         x = np.array([[s[i] for i in ids] for s in scores], np.float64)
         d = x[0] - x[1] - x[2] + x[3]
-        if np.count_nonzero(d) < MIN_NONZERO:
+        if np.count_nonzero(d) < MIN_DIFFERING:
             return Stat(float(d.mean()), n=len(ids))
         return _contrast(lambda v: v.mean(-1), [d], float(d.mean()))
 

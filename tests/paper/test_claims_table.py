@@ -123,7 +123,7 @@ def test_opd_contrast_is_the_gap_of_the_two_effects(sweep_root, tables):
     ids = [i for i in by_id[0] if all(i in s for s in by_id[1:])]
     x = np.array([[s[i] for i in ids] for s in by_id])
     d = x[0] - x[1] - x[2] + x[3]
-    assert np.count_nonzero(d) >= 10  # enough for an interval (MIN_NONZERO)
+    assert np.count_nonzero(d) >= 10  # enough for an interval (MIN_DIFFERING)
     lo, hi = boot(lambda v: v.mean(-1), d)
     mark = " *" if lo > 0 or hi < 0 else ""
     got = _find(tables["claims"], "6", f"{REAL}, prompt (strict)", 1)

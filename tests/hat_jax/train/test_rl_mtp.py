@@ -13,6 +13,7 @@ from hat_jax.train.build import trainable_filter
 from hat_jax.train.rl import jit_rl_step
 from hat_jax.train.rl_batch import episode_from_tokens, episodes_to_batch
 from hat_jax.train.state import init_state, make_optimizer
+from tests.rl_helpers import rl_config
 
 V = 48
 CFG = ModelConfig(
@@ -29,37 +30,16 @@ CFG = ModelConfig(
 
 
 def _config(mtp_weight: float, micro_batch: int = 0) -> ml_collections.ConfigDict:
-    return ml_collections.ConfigDict(
-        {
-            "mtp_weight": mtp_weight,
-            "optim": {
-                "lr": 1e-3,
-                "b1": 0.9,
-                "b2": 0.95,
-                "eps": 1e-8,
-                "weight_decay": 0.1,  # a frozen head must not shrink
-                "warmup_steps": 0,
-                "total_steps": 100,
-                "end_lr_frac": 1.0,
-                "clip_norm": 1e9,
-            },
-            "rl": {
-                "reward_names": ("r",),
-                "advantage": "grpo",
-                "segment_rewards": {"tool": {"r": 1.0}, "reply": {"r": 1.0}},
-                "length_penalty": {"coef": 0.0, "tool_target": 4, "reply_target": 2},
-                "ratio": "token",
-                "clip_eps": 0.2,
-                "clip_eps_high": None,
-                "aggregation": "token-mean",
-                "kl_coef": 0.0,
-                "kl_estimator": "k3",
-                "inner_steps": 1,
-                "old_logp": "sampler",
-                "micro_batch": micro_batch,
-            },
-        }
+    c = rl_config(
+        reward_names=("r",),
+        advantage="grpo",
+        segment_rewards={"tool": {"r": 1.0}, "reply": {"r": 1.0}},
+        micro_batch=micro_batch,
     )
+    # a frozen head must not shrink (weight decay on), no clipping
+    c.optim.update({"weight_decay": 0.1, "total_steps": 100, "clip_norm": 1e9})
+    c.mtp_weight = mtp_weight
+    return c
 
 
 def _batch(seed: int = 0, n: int = 8, t: int = 20) -> dict:
