@@ -76,6 +76,19 @@ _lookup = _tools_to_meta(make_lookup)
 _drill = _tools_to_meta(lambda rng: make_lookup(rng, drill=True))
 
 
+def _apps(mini: bool):
+    """A maker of app episodes (``experiments.world.apps``): the gold turn as a
+    whole trajectory, drawn from the maker's generator."""
+
+    def maker(rng: np.random.Generator) -> dict[str, Any]:
+        from experiments.world.apps.world import gold_turn
+
+        seed, index = (int(x) for x in rng.integers(2**31, size=2))
+        return {"trajectory": gold_turn(seed, index, mini=mini)}
+
+    return maker
+
+
 # kind -> (share, maker); shares sum to 1.
 Kinds = dict[str, tuple[float, Callable[[np.random.Generator], dict[str, Any]]]]
 KINDS: Kinds = {
@@ -91,10 +104,24 @@ LOOKUP_KINDS: Kinds = {
 }
 
 
+# The generalist base world (issue 56): episodes in generated apps (full and
+# mini), constrained instructions and chit-chat; no fixed tool names anywhere.
+APPS_KINDS: Kinds = {
+    "app": (0.45, _apps(False)),
+    "mini": (0.25, _apps(True)),
+    "instruct": (0.25, _instruct),
+    "chitchat": (0.05, make_chitchat),
+}
+
 # mix -> its kinds: "general" (the base stage), "lookup" (the general kinds with
 # look-ups), "drill" (short look-ups only: a first base phase, where a
 # from-scratch model learns to copy; docs/results/hat_tiny_pilot.md).
-MIXES = {"general": KINDS, "lookup": LOOKUP_KINDS, "drill": {"drill": (1.0, _drill)}}
+MIXES = {
+    "general": KINDS,
+    "lookup": LOOKUP_KINDS,
+    "drill": {"drill": (1.0, _drill)},
+    "apps": APPS_KINDS,
+}
 
 
 def base_example(seed: int, index: int, mix: str = "general") -> Trajectory:
@@ -108,6 +135,10 @@ def base_example(seed: int, index: int, mix: str = "general") -> Trajectory:
     kind = names[int(np.searchsorted(np.cumsum(shares), rng.random(), side="right"))]
     ex = kinds[kind][1](rng)
     meta = {"world": "base", "kind": kind, "seed": seed, "index": index}
+    if "trajectory" in ex:  # an app episode, played through the agent loop
+        traj = ex["trajectory"]
+        traj.meta = {**traj.meta, **meta}
+        return traj
     return Trajectory(
         harness_id=HARNESS_ID,
         user_message=ex["user_message"],
