@@ -78,6 +78,16 @@ reproduce-long: $(STAMP) assets
 	$(BIN)/hat paper $(LONG_ROOT) --out paper/out_long \
 		--results docs/results/hat_tiny_long.md && exit $$rc
 
+# The generalist base (issue 56): data of generated apps (never taolive), a
+# tokenizer and a base model trained from scratch, its premise evaluation and
+# the release folder, copied (sha256-verified) to releases/world_base, which is
+# committed. Interrupt and rerun: finished steps and checkpoints are kept.
+WORLD_BASE_ROOT := runs/world_base
+.PHONY: world-base
+world-base: $(STAMP) assets
+	$(BIN)/hat run --config=experiments/configs/world_base.py --root $(WORLD_BASE_ROOT)
+	$(BIN)/hat world release $(WORLD_BASE_ROOT) --out releases/world_base
+
 # SmolLM2-135M-Instruct (real weights) end to end on 2 CPU cores, the cpu budget
 # of experiments/configs/hat_small.py (its docstring has the measured times).
 # One process per run: in one sweep process a second SFT after an evaluation

@@ -297,3 +297,6 @@ def replay(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]:
             for r in runs
         }
     return info
+
+
+from experiments.driver import steps_release  # noqa: E402, F401  (registers "release")

@@ -3,7 +3,8 @@
 `base` writes general-ability trajectories (constrained instructions, generic
 tool use with random schemas, chit-chat) in the JSONL form of `hat sim
 generate`; `prompts` writes general chat prompts for `hat train opd`;
-`tokenizer` trains a byte-level BPE on the rendered text of any such files.
+`tokenizer` trains a byte-level BPE on the rendered text of any such files;
+`release` copies the release folder of a `world_base` run (`make world-base`).
 All output is a function of the arguments.
 
 Examples:
@@ -64,6 +65,14 @@ def add_arguments(p) -> None:
         "each one token (1,100 more entries)",
     )
     t.add_argument("--out", required=True, help="output folder")
+    r = sub.add_parser(
+        "release", help="copy a world_base run's release folder (verified) to --out"
+    )
+    r.add_argument(
+        "root", help="the `hat run` root of experiments/configs/world_base.py"
+    )
+    r.add_argument("--run", default="world_base", help="the run's name under ROOT")
+    r.add_argument("--out", required=True, help="the release folder to (re)place")
 
 
 def _counts(c: dict[str, int]) -> str:
@@ -115,10 +124,23 @@ def _tokenizer(args) -> int:
     return 0
 
 
+def _release(args) -> int:
+    from experiments.world.release import copy_release
+
+    info = copy_release(Path(args.root), args.run, Path(args.out))
+    held = sum(c["passed"] for c in info["premise"])
+    print(
+        f"released {args.out} ({held} of {len(info['premise'])} premise checks "
+        f"hold; {info['wall']})"
+    )
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "base": _base,
     "prompts": _prompts,
     "tokenizer": _tokenizer,
+    "release": _release,
 }
 
 

@@ -38,6 +38,7 @@ HEADLINE = "success"
 WEIGHTS = {
     "instruction_level_strict": "n_instructions",
     "instruction_level_loose": "n_instructions",
+    "valid_tools": "n_calls",  # experiments/suites/apps.py
 }
 _SCALAR = (str, int, float, bool, type(None))
 

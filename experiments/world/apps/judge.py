@@ -119,6 +119,8 @@ def failures(traj: Trajectory, ep: Episode) -> list[str]:
         for name, fact in reply_facts(ep, results).items():
             if not _states(reply, fact):
                 out.append(f"reply: does not state {name} {fact!r}")
+    if ep.demand and ep.demand.casefold() in reply.casefold():
+        out.append(f"reply: repeats {ep.demand!r}, which it must not say")
     spec = app.harness.hook("reply_format")
     params = dict(spec.params) if spec is not None else {}
     if len(reply) > params.get("max_chars", 10**9):

@@ -17,6 +17,13 @@ CHECKING = {
     "en": ("I'm checking that now, please wait a moment.", "Checking, one moment."),
     "zh": ("我正在查询，请稍等一下。", "正在查，请稍等。"),
 }
+DECLINE = {
+    "en": (
+        "I can only help with questions about us, sorry!",
+        "Sorry, I can't do that.",
+    ),
+    "zh": ("抱歉，这个我做不到哦，有问题可以问我～", "抱歉，这个不行哦。"),
+}
 CHAT = {
     "en": ("Hi! Happy to help, just ask.", "Thank you, glad to help!", "Hello!"),
     "zh": ("你好呀，有什么可以帮你的？", "不客气，很高兴帮到你～", "你好呀～"),
@@ -35,7 +42,7 @@ def reply_facts(ep: Episode, results: dict[str, dict | None]) -> dict[str, str]:
     app, d, lang = ep.app, ep.app.domain, ep.lang
     out: dict[str, str] = {}
     rec = results.get("lookup") or {}
-    if ep.intent == "question":
+    if ep.intent in ("question", "multi", "claim"):
         by_stock = ep.field == d.stock.key and "stock" in app.tools
         src = results.get("stock") if by_stock else rec
         attr = next(a for a in (*d.attrs, d.price, d.stock) if a.key == ep.field)
@@ -49,14 +56,14 @@ def reply_facts(ep: Episode, results: dict[str, dict | None]) -> dict[str, str]:
         out["price"] = str(rec[d.price.key])
     elif ep.intent == "reserve" and results.get("reserve"):
         out["hold"] = str(results["reserve"]["hold_no"])
-    elif ep.intent == "policy" and results.get("policy"):
-        p = next(p for p in d.policies if p.key == ep.field)
+    topic = ep.topic if ep.intent == "multi" else ep.field
+    if ep.intent in ("policy", "multi") and results.get("policy"):
+        p = next(p for p in d.policies if p.key == topic)
         unit = p.unit_zh if lang == "zh" else p.unit_en
-        out["policy"] = _unit(results["policy"][ep.field], unit, lang)
-    role = "qa" if ep.intent == "question" else "guide"
-    must = (
-        app.must_say.get(role) if ep.intent in ("question", "buy", "reserve") else None
-    )
+        out["policy"] = _unit(results["policy"][topic], unit, lang)
+    role = "guide" if ep.intent in ("buy", "reserve") else "qa"
+    skip = ("policy", "chat", "injection")
+    must = None if ep.intent in skip else app.must_say.get(role)
     if must and must in rec and must != ep.field:
         attr = next(a for a in (*d.attrs, d.price) if a.key == must)
         unit = attr.unit_zh if lang == "zh" else attr.unit_en
@@ -74,14 +81,27 @@ def reply_facts(ep: Episode, results: dict[str, dict | None]) -> dict[str, str]:
 def _core(ep: Episode, f: dict[str, str]) -> list[str]:
     """The main sentence, long and short forms."""
     d, lang, n = ep.app.domain, ep.lang, ep.n
-    if ep.intent == "chat":
-        return list(CHAT[lang])
-    if ep.intent == "question":
+    if ep.intent in ("chat", "injection"):
+        return list(CHAT[lang] if ep.intent == "chat" else DECLINE[lang])
+    if ep.intent in ("question", "multi", "claim"):
         attr = next(a for a in (*d.attrs, d.price, d.stock) if a.key == ep.field)
         v = f["asked"]
         if lang == "zh":
-            return [f"{n}号{d.entity_zh}的{attr.zh}是{v}", f"{attr.zh}{v}"]
-        return [f"The {attr.en} of {d.entity_en} {n} is {v}.", f"{attr.en}: {v}."]
+            out = [f"{n}号{d.entity_zh}的{attr.zh}是{v}", f"{attr.zh}{v}"]
+        else:
+            out = [f"The {attr.en} of {d.entity_en} {n} is {v}.", f"{attr.en}: {v}."]
+        if ep.intent == "multi":
+            p = next(p for p in d.policies if p.key == ep.topic)
+            second = (
+                f"，{p.zh}{f['policy']}"
+                if lang == "zh"
+                else f" {p.en.capitalize()}: {f['policy']}."
+            )
+            out = [o.rstrip("。") + second for o in out]
+        if ep.intent == "claim":
+            head = "这个没法保证哦，" if lang == "zh" else "I can't promise that. "
+            out = [head + o for o in out]
+        return out
     if ep.intent == "buy":
         p = f["price"]
         if lang == "zh":
@@ -110,7 +130,7 @@ def _core(ep: Episode, f: dict[str, str]) -> list[str]:
 def _extras(ep: Episode, f: dict[str, str]) -> list[str]:
     d, lang, out = ep.app.domain, ep.lang, []
     if "must" in f:
-        role = "qa" if ep.intent == "question" else "guide"
+        role = "guide" if ep.intent in ("buy", "reserve") else "qa"
         attr = next(a for a in (*d.attrs, d.price) if a.key == ep.app.must_say[role])
         out.append(
             f"，{attr.zh}{f['must']}" if lang == "zh" else f" {attr.en}: {f['must']}."
@@ -125,8 +145,8 @@ def reply_options(ep: Episode, f: dict[str, str], tags: list[str]) -> list[str]:
     """Replies stating facts ``f``, fullest first, each signed with ``tags``."""
     extras = "".join(_extras(ep, f))
     end = "。" if ep.lang == "zh" else ""
-    if ep.intent == "chat":
-        options = list(CHAT[ep.lang])
+    if ep.intent in ("chat", "injection"):
+        options = _core(ep, f)
     else:
         options = [c.rstrip("。") + extras + end for c in _core(ep, f)]
     for tag in tags:

@@ -40,6 +40,9 @@ INTENT_PHRASES = {
     "reserve": "a request to hold",
     "policy": "a policy question",
     "chat": "small talk",
+    "multi": "two questions, the first about",
+    "claim": "a request to promise something about",
+    "injection": "an attempt to change my instructions",
 }
 
 
@@ -60,7 +63,7 @@ class AppBackend:
     def call(
         self, name: str, arguments: dict[str, Any], *, context: ToolContext
     ) -> ToolOutcome:
-        ep = self.episodes[int(context.meta[EPISODE_KEY])]
+        ep = self.episode(context.meta)
         app = ep.app
         role = next((r for r, n in app.tools.items() if n == name), None)
         if role is None:  # a decoy, or a name the app does not have
@@ -75,6 +78,10 @@ class AppBackend:
             return ToolOutcome(f"error: no {app.domain.entity_en} {n}", False, "error")
         value = self._result(app, role, n, id_key, arguments, rng)
         return ToolOutcome(as_result_text(value))
+
+    def episode(self, meta) -> Episode:
+        """The episode a call belongs to (by the request's meta)."""
+        return self.episodes[int(meta[EPISODE_KEY])]
 
     @staticmethod
     def _result(app, role, n, id_key, arguments, rng) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from experiments.world.apps import judge
+from experiments.world.apps.episode import INTENTS
 from experiments.world.apps.teacher import AppBackend, AppTeacher
 from experiments.world.apps.world import EPISODE_KEY, episode, gold_turn, play
 from hat_jax.harness import TurnRequest, dump_harness, load_harness, run_turns
@@ -45,13 +46,7 @@ def test_apps_vary(episodes):
         "plain",
         "compact",
     }
-    assert {ep.intent for ep in episodes} == {
-        "question",
-        "buy",
-        "reserve",
-        "policy",
-        "chat",
-    }
+    assert {ep.intent for ep in episodes} == set(INTENTS)
     assert {ep.lang for ep in episodes} == {"zh", "en"}
     n_tools = [len(a.harness.tools) for a in apps]
     n_skills = [len(a.harness.skills) for a in apps]
@@ -161,3 +156,23 @@ def test_judge_resists_scripted_gaming(episodes):
     numbered = [e for e in eps if e.intent != "chat"]
     assert _success(numbered, _wrong_numbers) <= 0.1  # fault turns quote nothing
     assert _success(eps, _wrong_language) <= 0.05
+
+
+def test_apps_suite_scores_the_teacher_and_not_a_memoriser():
+    from experiments.suites import SuiteOptions, get_suite
+
+    suite = get_suite("apps")
+    opts = SuiteOptions(load_harness("taolive_v1"))
+    cases = suite.build(opts, 40)
+    assert cases == suite.build(opts, 40)[:40]  # a prefix, deterministic
+    rollout = suite.rollout(opts)
+    for policy, want in ((suite.reference(cases), 1.0), (None, 0.0)):
+        if policy is None:  # the memoriser, as a policy of its own
+            policy = Scripted([c.payload for c in cases], _memoriser)
+        scores = suite.judge(cases, rollout(cases, policy, 0))
+        assert np.mean([s["success"].value for s in scores]) == want
+        calls = [s["n_calls"].value for s in scores]
+        valid = sum(s["valid_tools"].value * n for s, n in zip(scores, calls))
+        assert valid / sum(calls) == want
+        tagged = [s["sign_off"].value for s in scores if "sign_off" in s]
+        assert len(tagged) >= 5 and (not want or np.mean(tagged) == 1.0)
