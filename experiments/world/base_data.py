@@ -76,7 +76,7 @@ _lookup = _tools_to_meta(make_lookup)
 _drill = _tools_to_meta(lambda rng: make_lookup(rng, drill=True))
 
 
-def _apps(mini: bool):
+def _apps(size: str):
     """A maker of app episodes (``experiments.world.apps``): the gold turn as a
     whole trajectory, drawn from the maker's generator."""
 
@@ -84,7 +84,7 @@ def _apps(mini: bool):
         from experiments.world.apps.world import gold_turn
 
         seed, index = (int(x) for x in rng.integers(2**31, size=2))
-        return {"trajectory": gold_turn(seed, index, mini=mini)}
+        return {"trajectory": gold_turn(seed, index, size=size)}
 
     return maker
 
@@ -107,8 +107,8 @@ LOOKUP_KINDS: Kinds = {
 # The generalist base world (issue 56): episodes in generated apps (full and
 # mini), constrained instructions and chit-chat; no fixed tool names anywhere.
 APPS_KINDS: Kinds = {
-    "app": (0.45, _apps(False)),
-    "mini": (0.25, _apps(True)),
+    "app": (0.45, _apps("full")),
+    "mini": (0.25, _apps("mini")),
     "instruct": (0.25, _instruct),
     "chitchat": (0.05, make_chitchat),
 }
@@ -121,6 +121,8 @@ MIXES = {
     "lookup": LOOKUP_KINDS,
     "drill": {"drill": (1.0, _drill)},
     "apps": APPS_KINDS,
+    # the base world's first phase: short apps where copying forms
+    "apps_drill": {"drill": (1.0, _apps("drill"))},
 }
 
 

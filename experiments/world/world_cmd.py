@@ -45,9 +45,10 @@ def add_arguments(p) -> None:
             g.add_argument(
                 "--mix",
                 default="general",
-                choices=("general", "lookup", "drill", "apps"),
+                choices=("general", "lookup", "drill", "apps", "apps_drill"),
                 help="general (default), lookup (with look-ups), drill (short ones), "
-                "apps (the generalist base world: generated apps)",
+                "apps (the generalist base world: generated apps), "
+                "apps_drill (its short apps)",
             )
     t = sub.add_parser("tokenizer", help="train a byte-level BPE on JSONL files")
     t.add_argument("files", nargs="+", help="JSONL trajectories or prompts")

@@ -61,6 +61,7 @@ class App:
 
     harness: Harness
     domain: Domain
+    size: str
     tools: dict[str, str]
     params: dict[str, dict[str, tuple[str, ...]]]
     skills: dict[str, str]
@@ -205,29 +206,56 @@ def _near_miss(rng, name: str, taken: set[str]) -> str:
     return idents.fresh(rng, "tool", taken)
 
 
-def _body(rng, role: str, words: dict, extra: list[str]) -> str:
-    lines = [_fill(s, **words) for s in T.BODIES[role]]
+def _flat(tools, names, params):
+    """Tools whose nested argument objects are unwrapped (the drill's)."""
+    out = []
+    for t in tools:
+        props = dict(t.parameters.get("properties", {}))
+        role = next((r for r, n in names.items() if n == t.name), None)
+        paths = params.get(role, {}) if role else {}
+        if role and any(len(p) == 2 for p in paths.values()):
+            (inner,) = props.values()
+            t = _tool(t.name, t.description, dict(inner["properties"]),
+                      list(inner.get("required", ())))  # fmt: skip
+            params[role] = {k: p[-1:] for k, p in paths.items()}
+        out.append(t)
+    return out, names, params
+
+
+def _body(rng, role: str, words: dict, extra: list[str], drill: bool) -> str:
+    lines = [_fill(s, **words) for s in (T.DRILL_BODIES if drill else T.BODIES)[role]]
     return "\n".join(lines + extra) + "\n"
 
 
-def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) -> App:
+SIZES = ("full", "mini", "drill")
+
+
+def draw_app(rng: np.random.Generator, domain: Domain, *, size: str = "full") -> App:
     """A fresh app around ``domain`` (everything drawn from ``rng``).
 
-    ``mini``: a short app (about a quarter of the tokens): compact format, the
-    persona, skill index, tool list and constraints only, 2-3 skills and 1-2
-    tools, so that nearly every trained token reads or copies an identifier.
+    ``size``: ``full``; ``mini``, a short app (about half the tokens): compact
+    format, the persona, skill index, tool list and constraints only, 2-3
+    skills and 1-3 tools; ``drill``, the shortest (about 350 tokens): the skill
+    index and tool list only, 2 skills with one-line bodies, 1-2 tools, so that
+    nearly every trained token copies an identifier or a value from a few
+    hundred tokens back (where a from-scratch model's copying forms).
     """
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
     d = domain
+    mini = size != "full"
+    drill = size == "drill"
     taken: set[str] = set()
     p = 0.0 if mini else 0.8
     skill_roles = ["qa", "chat"]
     skill_roles += [r for r in ("service", "guide", "deals") if rng.random() < p]
-    if mini and rng.random() < 0.5:
+    if size == "mini" and rng.random() < 0.5:
         skill_roles.append("guide")
     if not mini and rng.random() < 0.3:
         skill_roles.append("decoy")
     tool_roles = ["lookup"]
-    tool_roles += [r for r in ("stock", "reserve") if rng.random() < 0.6 - mini / 5]
+    more = ("stock",) if drill else ("stock", "reserve")
+    tool_roles += [r for r in more if rng.random() < 0.6 - mini / 5 - drill / 10]
     if "service" in skill_roles:
         tool_roles.append("policy")
     if "deals" in skill_roles:
@@ -242,10 +270,12 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
         "topics": topics,
     }
     tools, tool_names, params = _build_tools(rng, d, tool_roles, taken, words, mini)
+    if drill:  # flat arguments only
+        tools, tool_names, params = _flat(tools, tool_names, params)
     skill_names = {r: idents.fresh(rng, "skill", taken) for r in skill_roles}
     skill_tag = idents.sign_off_tag(rng) if rng.random() < 0.35 else ""
-    hook_tag = ""
-    if rng.random() < 0.3:
+    hook_tag = ""  # the drill shows no constraints section, so no hook tag there
+    if rng.random() < 0.3 and not drill:
         hook_tag = skill_tag or idents.sign_off_tag(rng)
     refs = {f"{role}": f"`{name}`" for role, name in tool_names.items()}
     step_words = dict(words)
@@ -274,7 +304,7 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
         if skill_tag and kind == "reply" and role != "decoy":
             extra.append(_fill(pick(rng, T.SIGN_OFF_RULES), tag=skill_tag))
         desc = _fill(pick(rng, T.DESCRIPTIONS[role]), **words)
-        body = _body(rng, role, step_words, extra)
+        body = _body(rng, role, step_words, extra, drill)
         skills.append(Skill(skill_names[role], kind, desc, body))
     skills = [skills[int(i)] for i in rng.permutation(len(skills))]
 
@@ -290,7 +320,9 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
 
     fmt = "compact" if mini else pick(rng, PROMPT_FORMATS)
     order = list(SECTION_NAMES)
-    if mini:
+    if drill:
+        order = ["skill_index", "tool_list"]
+    elif mini:
         order = ["persona", "skill_index", "tool_list", "constraints"]
     elif rng.random() < 0.5:
         rest = [order[int(i)] for i in rng.permutation(len(order) - 1) + 1]
@@ -307,7 +339,7 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
         persona = persona.split(". ")[0] + ". " + pick(rng, T.LANGUAGE_LINES)
     constraints = [pick(rng, T.CONSTRAINTS[:2]), pick(rng, T.CONSTRAINTS[2:])]
     reply_params: dict[str, Any] = {"max_chars": int(rng.integers(80, 201))}
-    if rng.random() < 0.6:
+    if rng.random() < 0.6 and not drill:
         k = int(rng.integers(1, 4))
         reply_params["banned_phrases"] = [
             T.BANNED[int(i)] for i in rng.permutation(len(T.BANNED))[:k]
@@ -315,7 +347,7 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
     if hook_tag:
         reply_params["sign_off"] = hook_tag
     hooks = [HookSpec("input_check", {"max_chars": 300}), HookSpec("tool_args")]
-    if rng.random() < 0.8:
+    if rng.random() < (0.5 if drill else 0.8):
         hooks.append(HookSpec("require_skill", {"kinds": ["reply"]}))
     hooks += [HookSpec("reply_format", reply_params), HookSpec("factual_risk")]
     harness = Harness(
@@ -334,6 +366,7 @@ def draw_app(rng: np.random.Generator, domain: Domain, *, mini: bool = False) ->
     return App(
         harness=harness,
         domain=d,
+        size=size,
         tools=tool_names,
         params=params,
         skills=skill_names,

@@ -107,6 +107,8 @@ class Episode:
 
 def available_intents(app: App) -> list[str]:
     out = ["question", "chat"]
+    if app.size == "drill":
+        return out
     out += ["claim", "injection"]
     if "service" in app.skills and "policy" in app.tools:
         out += ["policy", "multi"]

@@ -142,6 +142,10 @@ BODIES = {
         "- Customers never need this skill.",
     ),
 }
+DRILL_BODIES = {
+    "qa": ("Call {lookup} with the {entity} number, then quote the field asked.",),
+    "chat": ("Answer in one short sentence; call no tool.",),
+}
 SIGN_OFF_RULES = (
     "Sign-off: end every reply with the tag {tag}.",
     "End each reply with {tag}.",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from experiments.world.apps import domains
-from experiments.world.apps.app import draw_app, pick
+from experiments.world.apps.app import SIZES, draw_app, pick
 from experiments.world.apps.episode import Episode, draw_episode
 from experiments.world.apps.teacher import EPISODE_KEY, AppBackend, AppTeacher
 from hat_jax.harness import Trajectory, TurnRequest, run_turns
@@ -27,11 +27,12 @@ FAULT_RATE = 0.06  # per tool call (taolive's simulator: a few percent)
 BATCH = 64
 
 
-def episode(seed: int, index: int, *, mini: bool = False) -> Episode:
-    """Episode ``index`` of ``seed`` (``mini``: in a short app, its own stream)."""
-    rng = np.random.default_rng([seed, APPS_STREAM, int(mini), index])
+def episode(seed: int, index: int, *, size: str = "full") -> Episode:
+    """Episode ``index`` of ``seed`` in an app of ``size`` (each size its own
+    stream)."""
+    rng = np.random.default_rng([seed, APPS_STREAM, SIZES.index(size), index])
     domain = pick(rng, domains.DOMAINS)
-    return draw_episode(rng, draw_app(rng, domain, mini=mini))
+    return draw_episode(rng, draw_app(rng, domain, size=size))
 
 
 def episode_meta(ep: Episode) -> dict:
@@ -41,12 +42,13 @@ def episode_meta(ep: Episode) -> dict:
         "intent": ep.intent,
         "lang": ep.lang,
         "format": ep.app.harness.layout.format,
+        "size": ep.app.size,
     }
 
 
-def gold_turn(seed: int, index: int, *, mini: bool = False) -> Trajectory:
+def gold_turn(seed: int, index: int, *, size: str = "full") -> Trajectory:
     """The gold trajectory of one episode (its loop seeded by ``(seed, index)``)."""
-    ep = episode(seed, index, mini=mini)
+    ep = episode(seed, index, size=size)
     traj = play([ep], seed=seed * 1_000_003 + index)[0]
     traj.meta = {**traj.meta, **episode_meta(ep)}
     return traj

@@ -21,8 +21,8 @@ N = 240  # episodes of each kind (full apps, mini apps)
 
 @pytest.fixture(scope="module")
 def episodes():
-    return [episode(7, i) for i in range(N)] + [
-        episode(7, i, mini=True) for i in range(N)
+    return [
+        episode(7, i, size=size) for size in ("full", "mini", "drill") for i in range(N)
     ]
 
 
