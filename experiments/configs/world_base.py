@@ -37,27 +37,35 @@ SCALES = {
     "pilot": {
         "vocab": 2048,
         "model": MODEL | {"mtp": 0},
+        "drill_n": 24000,
+        "drill": {"steps": 1000, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
         "data_n": 8000,
-        "train": {"steps": 900, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
+        "train": {"steps": 1500, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": {"t1": 100, "t2": 100, "apps": 200, "ifeval_proxy": 100},
-        "est": {"data": 20, "tok": 5, "base": 1500, "eval": 900, "release": 10},
+        "est": {"data": 60, "tok": 15, "drill": 1300, "base": 2700, "eval": 900}
+        | {"release": 10},
     },
     "full": {
         "vocab": 2048,
         "model": MODEL,
+        "drill_n": 24000,
+        "drill": {"steps": 1000, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
         "data_n": 60000,
         "train": {"steps": 6000, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": PREMISE_LIMITS,
-        "est": {"data": 150, "tok": 40, "base": 12000, "eval": 2400, "release": 10},
+        "est": {"data": 150, "tok": 40, "drill": 1300, "base": 12000, "eval": 2400}
+        | {"release": 10},
     },
     "micro": {
         "vocab": 512,
         "model": {"layers": 1, "hidden": 64, "heads": 2, "kv": 1, "head_dim": 32}
         | {"mtp": 1},
+        "drill_n": 8,
+        "drill": {"steps": 1, "batch_size": 1, "seq_len": 1024, "lr": 1e-3},
         "data_n": 24,
         "train": {"steps": 2, "batch_size": 1, "seq_len": 4096, "lr": 1e-3},
         "limit": 2,
-        "est": {"data": 3, "tok": 1, "base": 10, "eval": 30, "release": 3},
+        "est": {"data": 3, "tok": 1, "drill": 5, "base": 10, "eval": 30, "release": 3},
     },
 }
 
@@ -76,30 +84,53 @@ def _model(vocab: int, m: dict) -> tuple[str, ...]:
     return tuple(f"model.{k}={v}" for k, v in fields.items())
 
 
+def _args(d: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in d.items())
+
+
 def steps(s: dict) -> dict[str, dict]:
     est = s["est"]
-    train = ",".join(f"{k}={v}" for k, v in s["train"].items())
     return {
         "prompts": {"kind": "world_prompts", "n": 400, "seed": 1}
         | {"est_s": est["data"]},
+        "drill_data": {"kind": "world_base", "mix": "apps_drill", "n": s["drill_n"]}
+        | {"seed": 0, "est_s": est["data"]},
         "base_data": {"kind": "world_base", "mix": "apps", "n": s["data_n"]}
         | {"seed": 0, "est_s": est["data"]},
         "tokenizer": {
             "kind": "tokenizer",
             "vocab_size": s["vocab"],
-            "files": ("@base_data/data.jsonl", "@prompts/prompts.jsonl"),
+            "files": (
+                "@base_data/data.jsonl",
+                "@drill_data/data.jsonl",
+                "@prompts/prompts.jsonl",
+            ),
             "est_s": est["tok"],
+        },
+        # where copying forms: short apps first (docs/results/world_base.md)
+        "drill": {
+            "kind": "train",
+            "stage": "sft",
+            "config": "sft_tiny.py",
+            "arg": _args(s["drill"]),
+            "overrides": (
+                "tokenizer=@tokenizer/tokenizer",
+                "data.train=@drill_data/data.jsonl",
+                "data.overlong=truncate",
+                *_model(s["vocab"], s["model"]),
+            ),
+            "est_s": est["drill"],
         },
         "base": {
             "kind": "train",
             "stage": "sft",
             "config": "sft_tiny.py",
-            "arg": train,
+            "arg": _args(s["train"]),
             "overrides": (
                 "tokenizer=@tokenizer/tokenizer",
                 "data.train=@base_data/data.jsonl",
                 "data.overlong=truncate",
-                *_model(s["vocab"], s["model"]),
+                "init_from=@drill",
             ),
             "est_s": est["base"],
         },
@@ -118,7 +149,11 @@ def steps(s: dict) -> dict[str, dict]:
             "kind": "release",
             "model": "@base",
             "evaluation": "@eval",
-            "data": {"base_data": "@base_data", "prompts": "@prompts"},
+            "data": {
+                "drill_data": "@drill_data",
+                "base_data": "@base_data",
+                "prompts": "@prompts",
+            },
             "est_s": est["release"],
         },
     }
@@ -132,6 +167,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.name = "world_base"
     c.meta = {"name": "world_base", "row": "base", "scale": a.scale}
     c.steps = steps(SCALES[a.scale])
-    c.stages = {"base": "base"}
+    c.stages = {"drill": "drill", "base": "base"}
     c.eval_step = "eval"
     return c
