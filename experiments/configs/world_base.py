@@ -165,7 +165,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         raise ValueError(f"scale must be one of {sorted(SCALES)}, got {a.scale!r}")
     c = ml_collections.ConfigDict()
     c.name = "world_base"
-    c.meta = {"name": "world_base", "row": "base", "scale": a.scale}
+    meta = {"name": "world_base", "row": "base", "group": "main", "sft": None}
+    c.meta = meta | {"opd": False, "rl": False, "leave_out": None, "scale": a.scale}
     c.steps = steps(SCALES[a.scale])
     c.stages = {"drill": "drill", "base": "base"}
     c.eval_step = "eval"
