@@ -126,7 +126,9 @@ def _swap(words: list[str], rng: np.random.Generator, p: float) -> list[str]:
     return out
 
 
-def _join(words: list[str], style: str) -> str:
+def join_words(words: list[str], style: str) -> str:
+    """``words`` joined in house ``style`` (snake, camel, pascal, dotted, kebab,
+    upper)."""
     if style == "camel":
         return words[0] + "".join(w.capitalize() for w in words[1:])
     if style == "pascal":
@@ -151,7 +153,7 @@ def variant(name: str, rng: np.random.Generator, *, styles=STYLES, ns=True) -> s
     words = [w for w in words if w] or ["x"]
     if words[0][0].isdigit():
         words = ["n", *words]
-    return _join(words, styles[rng.integers(len(styles))])
+    return join_words(words, styles[rng.integers(len(styles))])
 
 
 def fresh_name(

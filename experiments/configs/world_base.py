@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ml_collections
 
+from experiments.driver import hat_pipeline
 from hat_jax.cli.config_flags import parse_arg_string
 
 DEFAULTS = {"scale": "full"}
@@ -71,17 +72,9 @@ SCALES = {
 
 
 def _model(vocab: int, m: dict) -> tuple[str, ...]:
-    fields = {
-        "vocab_size": vocab,
-        "hidden_size": m["hidden"],
-        "intermediate_size": 4 * m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv"],
-        "head_dim": m["head_dim"],
-        "mtp_num_hidden_layers": m["mtp"],
-    }
-    return tuple(f"model.{k}={v}" for k, v in fields.items())
+    """The model block's overrides (hat_tiny's sizes, with its MTP layers)."""
+    extra = {"mtp_num_hidden_layers": m["mtp"]}
+    return hat_pipeline.model_overrides({"vocab": vocab, "model": m | {"extra": extra}})
 
 
 def _args(d: dict) -> str:

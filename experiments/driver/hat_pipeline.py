@@ -75,7 +75,8 @@ def families_without(leave_out: str | None) -> tuple[str, ...]:
     )
 
 
-def _model_overrides(s: dict) -> tuple[str, ...]:
+def model_overrides(s: dict) -> tuple[str, ...]:
+    """``model.*`` overrides of a scale's ``vocab`` and ``model`` sizes."""
     m = s["model"]
     fields = {
         "vocab_size": s["vocab"],
@@ -166,7 +167,7 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
                 s["drill"],
                 est["drill"],
                 tokenizer,
-                *_model_overrides(s),
+                *model_overrides(s),
                 "data.train=@drill_data/data.jsonl",
             )
             stages["drill"], start = "drill", ("init_from=@drill",)
@@ -175,7 +176,7 @@ def build_steps(spec: RunSpec, s: dict) -> tuple[dict, dict[str, str]]:
             s["base"],
             est["base"],
             tokenizer,
-            *(() if start else _model_overrides(s)),
+            *(() if start else model_overrides(s)),
             "data.train=@base_data/data.jsonl",
             *start,
         )

@@ -11,24 +11,16 @@ then renamed). :func:`verify_release` checks a folder against its sums.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from experiments.world.premise import premise_checks, premise_markdown
+from hat_jax.assets import sha256_file
 
 SUMS = "SHA256SUMS"
 CARD = "README.md"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _done(step: Path) -> dict[str, Any]:
@@ -131,7 +123,7 @@ def write_release(
     (tmp / "premise.json").write_text(json.dumps(info, indent=1) + "\n")
     (tmp / CARD).write_text(_card(info, premise_markdown(checks)))
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
-    sums = "".join(f"{sha256(p)}  {p.relative_to(tmp)}\n" for p in files)
+    sums = "".join(f"{sha256_file(p)}  {p.relative_to(tmp)}\n" for p in files)
     (tmp / SUMS).write_text(sums)
     if out.exists():
         shutil.rmtree(out)
@@ -151,7 +143,7 @@ def verify_release(folder: Path) -> list[str]:
         path = folder / rel
         if not path.is_file():
             out.append(f"{sums}:{i}: {rel} is missing")
-        elif sha256(path) != digest:
+        elif sha256_file(path) != digest:
             out.append(f"{sums}:{i}: {rel} does not match its sha256")
     extra = [
         str(p.relative_to(folder))

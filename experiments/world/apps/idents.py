@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from augment.names import NAME_RE, PARAM_RE, split_words
+from augment.names import NAME_RE, PARAM_RE, join_words, split_words
 from hat_jax.harness.signoff import TAG
 
 VERBS = (
@@ -200,20 +200,6 @@ def _words(rng: np.random.Generator, kind: str) -> list[str]:
     return [_pick(rng, pool) for pool in pools]
 
 
-def _join(words: list[str], style: str) -> str:
-    if style == "camel":
-        return words[0] + "".join(w.capitalize() for w in words[1:])
-    if style == "pascal":
-        return "".join(w.capitalize() for w in words)
-    if style == "dotted" and len(words) > 1:
-        return words[0] + "." + "_".join(words[1:])
-    if style == "kebab":
-        return "-".join(words)
-    if style == "upper":
-        return "_".join(words).upper()
-    return "_".join(words)
-
-
 def _clean(name: str, parts: list[str]) -> bool:
     """Whether ``name`` and its parts avoid every forbidden identifier and word."""
     idents, words = _forbidden()
@@ -226,7 +212,7 @@ def _draw(rng: np.random.Generator, kind: str) -> str:
     styles = PARAM_STYLES if kind == "param" else STYLES
     while True:  # about 1 draw in 1,000 is rejected (measured at seed 0)
         parts = _words(rng, kind)
-        name = _join(parts, _pick(rng, styles))
+        name = join_words(parts, _pick(rng, styles))
         if len(set(parts)) < len(parts):  # no "loan_loan"
             continue
         if len(name) <= MAX_LEN[kind] and valid.match(name) and _clean(name, parts):

@@ -61,28 +61,6 @@ def test_missing_suites_fail_rather_than_pass():
     assert checks and not any(c.passed for c in checks)
 
 
-@pytest.fixture(scope="module")
-def tiny_hf(tmp_path_factory):
-    from hat_jax.checkpoints.hf import save_hf
-    from hat_jax.models import ModelConfig, build_model
-    from hat_jax.train.build import load_tokenizer
-
-    tok = load_tokenizer("smollm2-135m-instruct")
-    cfg = ModelConfig(
-        model_type="qwen3",
-        vocab_size=tok.vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-    )
-    d = tmp_path_factory.mktemp("tiny_hf")
-    save_hf(build_model(cfg, seed=0), d, tokenizer=tok)
-    return d
-
-
 def test_release_folder_is_whole_and_its_sums_catch_tampering(tmp_path, tiny_hf):
     ev = tmp_path / "eval"
     ev.mkdir()
