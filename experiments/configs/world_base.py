@@ -39,22 +39,22 @@ SCALES = {
         "vocab": 2048,
         "model": MODEL | {"mtp": 0},
         "drill_n": 24000,
-        "drill": {"steps": 1000, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+        "drill": {"steps": 1600, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
         "data_n": 8000,
         "train": {"steps": 1500, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": {"t1": 100, "t2": 100, "apps": 200, "ifeval_proxy": 100},
-        "est": {"data": 60, "tok": 15, "drill": 1300, "base": 2700, "eval": 900}
+        "est": {"data": 60, "tok": 15, "drill": 2000, "base": 2700, "eval": 900}
         | {"release": 10},
     },
     "full": {
         "vocab": 2048,
         "model": MODEL,
         "drill_n": 24000,
-        "drill": {"steps": 1000, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+        "drill": {"steps": 1600, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
         "data_n": 60000,
         "train": {"steps": 6000, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": PREMISE_LIMITS,
-        "est": {"data": 150, "tok": 40, "drill": 1300, "base": 12000, "eval": 2400}
+        "est": {"data": 150, "tok": 40, "drill": 2000, "base": 10500, "eval": 2400}
         | {"release": 10},
     },
     "micro": {
