@@ -76,6 +76,9 @@ _lookup = _tools_to_meta(make_lookup)
 _drill = _tools_to_meta(lambda rng: make_lookup(rng, drill=True))
 
 
+TRAIN_SEEDS = 2**20
+
+
 def _apps(size: str):
     """A maker of app episodes (``experiments.world.apps``): the gold turn as a
     whole trajectory, drawn from the maker's generator."""
@@ -83,8 +86,13 @@ def _apps(size: str):
     def maker(rng: np.random.Generator) -> dict[str, Any]:
         from experiments.world.apps.world import gold_turn
 
-        seed, index = (int(x) for x in rng.integers(2**31, size=2))
-        return {"trajectory": gold_turn(seed, index, size=size)}
+        # training episodes' seeds start at TRAIN_SEEDS: the held-out apps
+        # suite's seeds (1000 x eval seed + 909) are below it
+        seed = int(rng.integers(TRAIN_SEEDS, 2**31))
+        index = int(rng.integers(2**31))
+        traj = gold_turn(seed, index, size=size)
+        traj.meta |= {"app_seed": seed, "app_index": index}
+        return {"trajectory": traj}
 
     return maker
 

@@ -24,7 +24,6 @@ from hat_jax.harness import Trajectory, TurnRequest, run_turns
 
 APPS_STREAM = 113  # keeps app draws apart from other uses of the seed
 FAULT_RATE = 0.06  # per tool call (taolive's simulator: a few percent)
-BATCH = 64
 
 
 def episode(seed: int, index: int, *, size: str = "full") -> Episode:

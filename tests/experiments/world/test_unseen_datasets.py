@@ -44,3 +44,19 @@ def test_no_row_names_an_identifier_absent_from_its_context(mix, seed):
 def test_the_scan_catches_the_old_drill():
     rows = list(base_examples(20, 0, "drill"))
     assert all(unseen_identifiers(t.messages) for t in rows)
+
+
+def test_training_episodes_never_share_a_seed_with_the_apps_suite():
+    from experiments.suites import SuiteOptions
+    from experiments.suites.apps import SEED_OFFSET
+    from experiments.suites.base import dataset_seed
+    from experiments.world.base_data import TRAIN_SEEDS
+
+    rows = list(base_examples(200, 0, "apps")) + list(
+        base_examples(50, 0, "apps_drill")
+    )
+    apps = [t for t in rows if t.meta["kind"] in ("app", "mini", "drill")]
+    assert len(apps) > 100
+    assert min(t.meta["app_seed"] for t in apps) >= TRAIN_SEEDS
+    opts = SuiteOptions(harness=None, seed=999)
+    assert dataset_seed(opts, SEED_OFFSET) < TRAIN_SEEDS  # eval seeds 0-999
