@@ -274,7 +274,7 @@ def _load(names: Sequence[str]) -> list[ToolCall]:
     return [ToolCall(LOAD_SKILL, {"name": n}) for n in names]
 
 
-def _passes(h: Harness, user: str, loaded, facts, reply: str) -> bool:
+def hooks_accept(h: Harness, user: str, loaded, facts, reply: str) -> bool:
     """Whether the harness's pre-reply and reply hooks accept ``reply``."""
     for checkpoint in ("pre_reply", "reply"):
         ctx = HookContext(h, checkpoint, user, tuple(loaded), tuple(facts), reply=reply)
@@ -423,7 +423,7 @@ class OraclePolicy:
             options = [sign(r, tag) for r in options]
         fresh = [r for r in options if r not in seen.replies] or options[-1:]
         reply = next(
-            (r for r in fresh if _passes(h, msg.text, loaded, facts, r)), fresh[0]
+            (r for r in fresh if hooks_accept(h, msg.text, loaded, facts, r)), fresh[0]
         )
         gave_up = [role for role in roles if results[role] is None]
         named = named_numbers(reply, facts)
@@ -440,7 +440,7 @@ class OraclePolicy:
             why = f"The harness rejected my reply. {why}"
         elif self.slips and slips_here(case.case_id, self.slips) and not gave_up:
             bad = slip(case.case_id, reply, why, named, facts)
-            if bad and not _passes(h, msg.text, loaded, facts, bad[0]):
+            if bad and not hooks_accept(h, msg.text, loaded, facts, bad[0]):
                 return _assistant(content=bad[0], reasoning=self._think(bad[1]))
         return _assistant(content=reply, reasoning=self._think(why))
 

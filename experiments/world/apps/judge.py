@@ -33,24 +33,21 @@ from experiments.world.apps.episode import (
     needed_skills,
 )
 from experiments.world.apps.replies import reply_facts
-from experiments.world.apps.teacher import _leaf, parse_result
+from experiments.world.apps.teacher import _leaf
 from hat_jax.harness import Trajectory
 from hat_jax.harness.hooks import find_numbers, unsupported_numbers
 from hat_jax.harness.signoff import required_tags, signed_off
 from hat_jax.harness.spec import LOAD_SKILL
+from sim import judge_text
+from sim.oracle import parse_result
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_WORD = re.compile(r"[A-Za-z]+")
 _TAGS = re.compile(r"#[A-Za-z]{3,}")
 
 
 def reply_lang(text: str) -> str | None:
-    """ "zh" or "en" by the script that dominates (tags aside)."""
-    text = _TAGS.sub("", text or "")
-    cjk, words = len(_CJK.findall(text)), len(_WORD.findall(text))
-    if not cjk and not words:
-        return None
-    return "zh" if cjk >= words else "en"
+    """``sim.judge_text.reply_lang`` with sign-off tags left out (an ASCII tag
+    would count as an English word)."""
+    return judge_text.reply_lang(_TAGS.sub("", text or ""))
 
 
 def _states(reply: str, fact: str) -> bool:

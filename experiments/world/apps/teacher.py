@@ -14,7 +14,6 @@ harness's reply hooks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,13 +23,12 @@ from experiments.world.apps.episode import Episode, needed_calls, needed_skills
 from experiments.world.apps.replies import checking_options, reply_facts, reply_options
 from hat_jax.harness import PolicyOutput, ToolContext, ToolOutcome
 from hat_jax.harness.backend import FAULTS, as_result_text, fault_outcome
-from hat_jax.harness.hooks import run_hooks
 from hat_jax.harness.policy import first_user_message, formats
 from hat_jax.harness.prompt import render_system_prompt
 from hat_jax.harness.signoff import required_tags
 from hat_jax.harness.spec import LOAD_SKILL
-from hat_jax.harness.trajectory import HookContext
 from hat_jax.text.chat import render_assistant
+from sim.oracle import hooks_accept, parse_result
 
 EPISODE_KEY = "app_episode"  # the request meta key naming the episode's index
 LANG_NAMES = {"zh": "Chinese", "en": "English"}
@@ -123,14 +121,6 @@ def read_turn(messages: Sequence[dict[str, Any]]):
     return exchanges, replies, steps
 
 
-def parse_result(text: str) -> dict | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 class AppTeacher:
     """Writes each episode's gold turn (a :class:`~hat_jax.harness.Policy`)."""
 
@@ -206,7 +196,9 @@ class AppTeacher:
             why = f"Quote {quoted}; short, in {lang}." if quoted else ""
             why = why or f"Answer warmly; short, in {lang}."
         facts_seen = [t for n, _, t in exchanges if n != LOAD_SKILL]
-        fits = [r for r in options if _passes(h, ep.message, loaded, facts_seen, r)]
+        fits = [
+            r for r in options if hooks_accept(h, ep.message, loaded, facts_seen, r)
+        ]
         reply = (fits or options)[0]
         if replies:
             why = f"The harness rejected my reply. {why}"
@@ -230,12 +222,3 @@ class AppTeacher:
 
 def _load(name: str) -> dict[str, Any]:
     return {"name": LOAD_SKILL, "arguments": {"name": name}}
-
-
-def _passes(h, user: str, loaded, facts, reply: str) -> bool:
-    """Whether the harness's pre-reply and reply hooks accept ``reply``."""
-    for checkpoint in ("pre_reply", "reply"):
-        ctx = HookContext(h, checkpoint, user, tuple(loaded), tuple(facts), reply=reply)
-        if not all(res.passed for _, res in run_hooks(h, checkpoint, ctx)):
-            return False
-    return True
