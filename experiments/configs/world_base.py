@@ -93,6 +93,7 @@ def steps(s: dict) -> dict[str, dict]:
         "tokenizer": {
             "kind": "tokenizer",
             "vocab_size": s["vocab"],
+            "idents": "bare",  # a name cut one way wherever it stands
             "files": (
                 "@base_data/data.jsonl",
                 "@drill_data/data.jsonl",

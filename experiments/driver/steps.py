@@ -139,6 +139,7 @@ def tokenizer(p: dict[str, Any], out: Path, *, progress: bool) -> dict[str, Any]
         vocab_size=int(p["vocab_size"]),
         out=out / "tokenizer",
         digits=str(p.get("digits", "single")),
+        idents=str(p.get("idents", "qwen")),
     )
     return {"vocab_size": int(getattr(tok, "vocab_size", p["vocab_size"]))}
 

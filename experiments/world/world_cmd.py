@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from experiments.world.tokenizer import MAX_VOCAB, MIN_VOCAB
+from experiments.world.tokenizer import IDENTS, MAX_VOCAB, MIN_VOCAB
 from hat_jax.cli.argtypes import count, seed
 from hat_jax.printable import shown
 
@@ -45,10 +45,17 @@ def add_arguments(p) -> None:
             g.add_argument(
                 "--mix",
                 default="general",
-                choices=("general", "lookup", "drill", "apps", "apps_drill"),
+                choices=(
+                    "general",
+                    "lookup",
+                    "drill",
+                    "apps",
+                    "apps_drill",
+                    "apps_echo",
+                ),
                 help="general (default), lookup (with look-ups), drill (short ones), "
                 "apps (the generalist base world: generated apps), "
-                "apps_drill (its short apps)",
+                "apps_drill (its short apps), apps_echo (half of them echo rows)",
             )
     t = sub.add_parser("tokenizer", help="train a byte-level BPE on JSONL files")
     t.add_argument("files", nargs="+", help="JSONL trajectories or prompts")
@@ -64,6 +71,13 @@ def add_arguments(p) -> None:
         choices=("single", "groups"),
         help="single: a token a digit (default); groups: runs of up to 3 digits, "
         "each one token (1,100 more entries)",
+    )
+    t.add_argument(
+        "--idents",
+        default="qwen",
+        choices=IDENTS,
+        help="qwen: a letter run takes the character before it (default); bare: "
+        "only a space or joiner, none before an identifier (one cut per name)",
     )
     t.add_argument("--out", required=True, help="output folder")
     r = sub.add_parser(
@@ -116,7 +130,11 @@ def _tokenizer(args) -> int:
             )
     t0 = time.perf_counter()
     tok = train_tokenizer(
-        args.files, vocab_size=args.vocab_size, out=args.out, digits=args.digits
+        args.files,
+        vocab_size=args.vocab_size,
+        out=args.out,
+        digits=args.digits,
+        idents=args.idents,
     )
     print(
         f"trained a {tok.vocab_size}-token BPE on {len(args.files)} file(s) into "

@@ -162,11 +162,11 @@ class AppTeacher:
         if first or retry:
             now = first or retry
             lead = todo_skills if first and self._lead(ep) else []
-            names = ", ".join(c[1] for c in now)
+            names = ", ".join(_code(c[1]) for c in now)
             if retry and not first:
                 why = f"The call to {names} failed; try it once more."
             elif lead:
-                why = f"{about}: load {' and '.join(lead)}, call {names}."
+                why = f"{about}: load {' and '.join(map(_code, lead))}, call {names}."
             else:
                 why = f"{about}: call {names} first."
             msg_calls = [_load(s) for s in lead] + [
@@ -175,9 +175,9 @@ class AppTeacher:
             return {"role": "assistant", "content": "", "reasoning": why,
                     "tool_calls": msg_calls}  # fmt: skip
         if todo_skills:
-            why = f"Load {' and '.join(todo_skills)} before replying."
+            why = f"Load {' and '.join(map(_code, todo_skills))} before replying."
             if steps == 0:
-                why = f"{about}: load {' and '.join(todo_skills)} first."
+                why = f"{about}: load {' and '.join(map(_code, todo_skills))} first."
             return {"role": "assistant", "content": "", "reasoning": why,
                     "tool_calls": [_load(s) for s in todo_skills]}  # fmt: skip
         results = {}
@@ -218,6 +218,12 @@ class AppTeacher:
         if ep.n is not None:
             phrase += f" {d.entity_en} {ep.n}"
         return f"The user's message is {phrase}, in {lang}"
+
+
+def _code(name: str) -> str:
+    """A name as the reasoning writes it: in backticks, as the skill bodies do, so
+    that a ``bare`` world tokenizer cuts it as in the tool list and the call."""
+    return f"`{name}`"
 
 
 def _load(name: str) -> dict[str, Any]:

@@ -50,6 +50,7 @@ def gold_turn(seed: int, index: int, *, size: str = "full") -> Trajectory:
     ep = episode(seed, index, size=size)
     traj = play([ep], seed=seed * 1_000_003 + index)[0]
     traj.meta = {**traj.meta, **episode_meta(ep)}
+    traj.timings = {}  # the teacher's wall times: not data (files stay byte-equal)
     return traj
 
 
