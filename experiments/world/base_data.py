@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.world.apps.echo import make_echo
 from experiments.world.chitchat import make_chitchat
 from experiments.world.instruct import make_instruct
 from experiments.world.lookup import make_lookup
@@ -131,6 +132,10 @@ MIXES = {
     "apps": APPS_KINDS,
     # the base world's first phase: short apps where copying forms
     "apps_drill": {"drill": (1.0, _apps("drill"))},
+    # the same, half of it echo rows (names written back from the user's
+    # message: copy-dense; no gain over apps_drill by 800 steps, measured in
+    # docs/results/world_base.md)
+    "apps_echo": {"drill": (0.5, _apps("drill")), "echo": (0.5, make_echo)},
 }
 
 
