@@ -31,6 +31,9 @@ DEFAULTS = {"scale": "full"}
 SUITES = "t1,t2,apps,ifeval_proxy"
 PREMISE_LIMITS = {"t1": 300, "t2": 300, "apps": 300, "ifeval_proxy": 300}
 MODEL = {"layers": 4, "hidden": 128, "heads": 4, "kv": 2, "head_dim": 32, "mtp": 1}
+# The drill: one long cosine, where copying forms after ~1,000-1,800 steps at peak
+# learning rate (docs/results/world_base.md, pilot 8).
+DRILL = {"steps": 4000, "batch_size": 4, "seq_len": 1024, "lr": 3e-3}
 # Tokens a model call may write (as the hat_tiny compact scales).
 CALL_BUDGET = 192
 
@@ -38,23 +41,23 @@ SCALES = {
     "pilot": {
         "vocab": 2048,
         "model": MODEL | {"mtp": 0},
-        "drill_n": 24000,
-        "drill": {"steps": 1600, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+        "drill_n": 48000,
+        "drill": DRILL,
         "data_n": 8000,
         "train": {"steps": 1500, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": {"t1": 100, "t2": 100, "apps": 200, "ifeval_proxy": 100},
-        "est": {"data": 60, "tok": 15, "drill": 2000, "base": 2700, "eval": 900}
+        "est": {"data": 90, "tok": 15, "drill": 4000, "base": 2700, "eval": 900}
         | {"release": 10},
     },
     "full": {
         "vocab": 2048,
         "model": MODEL,
-        "drill_n": 24000,
-        "drill": {"steps": 1600, "batch_size": 4, "seq_len": 1024, "lr": 3e-3},
+        "drill_n": 48000,
+        "drill": DRILL,
         "data_n": 60000,
         "train": {"steps": 6000, "batch_size": 3, "seq_len": 2048, "lr": 3e-3},
         "limit": PREMISE_LIMITS,
-        "est": {"data": 150, "tok": 40, "drill": 2000, "base": 10500, "eval": 2400}
+        "est": {"data": 180, "tok": 40, "drill": 4000, "base": 10500, "eval": 2400}
         | {"release": 10},
     },
     "micro": {
