@@ -1,9 +1,8 @@
 """Echo rows: write back fresh identifiers from the user's message, exactly.
 
-A from-scratch model at the tiny world's size learns to copy a one-token
-number from its context within ~1,000 drill steps but copies multi-token
-names slowly (docs/results/world_base.md): an app row trains ~25 name tokens.
-An echo row is mostly name copies: the user lists 12-32 fresh identifiers
+A drill row trains ~25 name tokens; a batch of almost nothing but copies forms
+copying within a few hundred steps (docs/results/world_base.md). An echo row
+is mostly name copies: the user lists 12-32 fresh identifiers
 (:mod:`experiments.world.apps.idents`, every kind and house style) in one
 layout and asks for them back in another, either all of them in order (each
 trained token a copy of the token after the previous one's earlier
@@ -54,8 +53,7 @@ IN_LAYOUTS = ("bullets", "numbered", "lines", "comma", "ticks", "json")
 ZH_SHARE = 0.5
 SHARE_KIND = 0.3  # rows that keep one kind only
 # Rows that list plain words (one or two tokens each) instead of identifiers:
-# each word is its own key, so copying the list needs one-token matching only,
-# the circuit that then extends to names of several ambiguous pieces.
+# each word is its own key, so copying the list needs one-token matching only.
 SHARE_WORDS = 0.4
 WORDS = tuple(sorted(set(VERBS + NOUNS + QUALIFIERS)))
 
